@@ -1,0 +1,258 @@
+"""Typed events: the only thing stages say to each other and to the outside world.
+
+Every event carries ``t``, seconds on the session clock (0 = first audio sample), so a
+turn's latency can be taken apart after the fact from any event log.  Events are frozen
+dataclasses: cheap to create on hot paths, safe to hand across threads, and serialised
+to one JSON line each by :func:`to_json`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import IO, Any, ClassVar, Literal
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    """Base of every event; ``name`` is the ``"event"`` key on the wire."""
+
+    name: ClassVar[str] = "event"
+    t: float
+
+
+# --- audio / VAD / ASR -------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class VadEvent(Event):
+    name: ClassVar[str] = "vad"
+    speech: bool
+
+
+@dataclass(frozen=True, slots=True)
+class LevelEvent(Event):
+    """Input level (dBFS of the loudest recent frame) for meters; not written to logs."""
+
+    name: ClassVar[str] = "level"
+    dbfs: float
+
+
+@dataclass(frozen=True, slots=True)
+class PartialEvent(Event):
+    name: ClassVar[str] = "partial"
+    utterance: int
+    text: str
+    stable: str
+    audio_end: float
+    """Session time of the newest audio sample this hypothesis has heard."""
+
+
+@dataclass(frozen=True, slots=True)
+class FinalEvent(Event):
+    name: ClassVar[str] = "final"
+    utterance: int
+    text: str
+    audio_end: float
+    reused: bool = False
+    """True when the last partial already covered every voiced frame (no second pass)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ErrorEvent(Event):
+    name: ClassVar[str] = "error"
+    stage: str
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
+class StatusEvent(Event):
+    """Human-readable state changes (device opened, model loaded, server ready)."""
+
+    name: ClassVar[str] = "status"
+    stage: str
+    message: str
+
+
+# --- turns / answers ---------------------------------------------------------------
+
+SpeculateReason = Literal["end_word", "silence", "question"]
+EndpointReason = Literal["silence", "question", "forced", "end_of_audio"]
+RequestKind = Literal["speculative", "final", "regenerate"]
+SpeculationOutcome = Literal["hit", "miss", "cancelled"]
+
+
+@dataclass(frozen=True, slots=True)
+class SpeculateEvent(Event):
+    name: ClassVar[str] = "speculate"
+    utterance: int
+    text: str
+    reason: SpeculateReason
+
+
+@dataclass(frozen=True, slots=True)
+class EndpointEvent(Event):
+    name: ClassVar[str] = "endpoint"
+    utterance: int
+    reason: EndpointReason
+    silence: float
+    """Seconds of silence after the last voiced frame when the turn was declared over."""
+
+
+@dataclass(frozen=True, slots=True)
+class RequestEvent(Event):
+    name: ClassVar[str] = "request"
+    turn: int
+    request: int
+    kind: RequestKind
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class SpeculationEvent(Event):
+    name: ClassVar[str] = "speculation"
+    turn: int
+    request: int
+    outcome: SpeculationOutcome
+    similarity: float
+
+
+@dataclass(frozen=True, slots=True)
+class FirstTokenEvent(Event):
+    """First content token of a request arrived from the server (shown or held)."""
+
+    name: ClassVar[str] = "first_token"
+    turn: int
+    request: int
+    ttft: float
+    """Seconds from the request leaving to its first token."""
+    connect: float | None = None
+    """Seconds spent on TCP connect + TLS for this request; None = reused connection."""
+
+
+@dataclass(frozen=True, slots=True)
+class TokenEvent(Event):
+    """A token that is shown to the user; discarded speculations never produce one."""
+
+    name: ClassVar[str] = "token"
+    turn: int
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cached_tokens: int = 0
+    estimated: bool = False
+    """True when the server sent no usage and tokens were counted locally."""
+
+
+@dataclass(frozen=True, slots=True)
+class AnswerDoneEvent(Event):
+    name: ClassVar[str] = "answer_done"
+    turn: int
+    request: int
+    text: str
+    usage: Usage = field(default_factory=Usage)
+    cost: float = 0.0
+    truncated: bool = False
+    """True when the stream broke after its first token: what arrived is kept."""
+
+
+@dataclass(frozen=True, slots=True)
+class TurnStatsEvent(Event):
+    """Accounting of one turn once its answer is done (or abandoned)."""
+
+    name: ClassVar[str] = "turn_stats"
+    turn: int
+    requests: int
+    speculative_requests: int
+    hits: int
+    misses: int
+    prompt_tokens: int
+    completion_tokens: int
+    wasted_prompt_tokens: int
+    wasted_completion_tokens: int
+    cost: float
+    wasted_cost: float
+
+
+@dataclass(frozen=True, slots=True)
+class PaintedEvent(Event):
+    name: ClassVar[str] = "painted"
+    turn: int
+    latency: float
+    """Seconds from the answer engine handing the token over to the widget painting it."""
+
+
+def to_dict(event: Event) -> dict[str, Any]:
+    """The wire form: ``{"event": name, "t": …, …fields}`` with floats rounded to µs."""
+    out: dict[str, Any] = {"event": event.name}
+    for f in dataclasses.fields(event):
+        value = getattr(event, f.name)
+        if dataclasses.is_dataclass(value) and not isinstance(value, type):
+            value = dataclasses.asdict(value)
+        elif isinstance(value, float):
+            value = round(value, 6)
+        out[f.name] = value
+    return out
+
+
+def to_json(event: Event) -> str:
+    return json.dumps(to_dict(event), ensure_ascii=False)
+
+
+Listener = Callable[[Event], None]
+
+
+class EventBus:
+    """Fan-out of events to listeners, called synchronously on the emitting thread.
+
+    Listeners must be quick and thread-safe (append to a queue, emit a Qt signal, write a
+    line): a stage that emits must never wait on a slow consumer.  A listener that raises
+    is reported once on stderr-free terms (as an ErrorEvent to the others) and kept.
+    """
+
+    def __init__(self) -> None:
+        self._listeners: list[Listener] = []
+        self._lock = threading.Lock()
+
+    def subscribe(self, listener: Listener) -> Callable[[], None]:
+        with self._lock:
+            self._listeners = [*self._listeners, listener]
+
+        def unsubscribe() -> None:
+            with self._lock:
+                self._listeners = [x for x in self._listeners if x is not listener]
+
+        return unsubscribe
+
+    def emit(self, event: Event) -> None:
+        for listener in self._listeners:  # copy-on-write list: no lock on the hot path
+            try:
+                listener(event)
+            except Exception as exc:  # a broken consumer must not break a stage
+                if isinstance(event, ErrorEvent):
+                    continue
+                self.emit(ErrorEvent(t=event.t, stage="events", message=f"listener failed: {exc}"))
+
+
+class JsonlWriter:
+    """Writes events as JSON lines, flushed per event so a crash loses nothing."""
+
+    def __init__(self, stream: IO[str], *, skip: tuple[str, ...] = ("level",)) -> None:
+        self._stream = stream
+        self._skip = skip
+        self._lock = threading.Lock()
+
+    def __call__(self, event: Event) -> None:
+        if event.name in self._skip:
+            return
+        line = to_json(event)
+        with self._lock:
+            self._stream.write(line + "\n")
+            self._stream.flush()
