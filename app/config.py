@@ -202,7 +202,8 @@ def load_settings(path: Path | None = None) -> tuple[Settings, list[ConfigProble
     return Settings.model_validate(cleaned), problems
 
 
-def _drop_invalid(raw: dict[str, Any], text: str, path: Path, problems: list[ConfigProblem]) -> dict[str, Any]:
+def _drop_invalid(raw: dict[str, Any], text: str, path: Path,
+                  problems: list[ConfigProblem]) -> dict[str, Any]:
     """Remove every key pydantic rejects, recording why, until the rest validates."""
     data: dict[str, Any] = {k: (dict(v) if isinstance(v, dict) else v) for k, v in raw.items()}
     for _ in range(64):  # each pass removes at least one bad key

@@ -8,11 +8,14 @@ from __future__ import annotations
 
 from typing import Protocol
 
+from app.clock import SessionClock
 from app.events import EventBus
 
 
 class Controller(Protocol):
     bus: EventBus
+    clock: SessionClock
+    """Stamp events you emit (e.g. ``painted``) with ``clock.now()``."""
 
     def start(self) -> None:
         """Start listening (opens the audio source; starts the answer engine if needed)."""

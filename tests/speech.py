@@ -22,7 +22,8 @@ def have_espeak() -> bool:
     return shutil.which("espeak-ng") is not None
 
 
-def synth(text: str, voice: str = "en-us", *, rate: int = 160, lead_s: float = 0.5, tail_s: float = 1.5) -> Path:
+def synth(text: str, voice: str = "en-us", *, rate: int = 160, lead_s: float = 0.5,
+          tail_s: float = 1.5) -> Path:
     """Speak ``text`` into a 16 kHz mono WAV with silence before and after; returns its path."""
     key = hashlib.sha1(f"{text}|{voice}|{rate}|{lead_s}|{tail_s}".encode()).hexdigest()[:16]
     out = _CACHE / f"{key}.wav"
@@ -40,7 +41,8 @@ def synth(text: str, voice: str = "en-us", *, rate: int = 160, lead_s: float = 0
 
 def concat(parts: list[Path | float], name: str) -> Path:
     """Join clips and silences (floats, in seconds) into one 16 kHz WAV."""
-    chunks = [np.zeros(int(16_000 * p), dtype=np.int16) if isinstance(p, float) else read_wav(p) for p in parts]
+    chunks = [np.zeros(int(16_000 * p), dtype=np.int16) if isinstance(p, float) else read_wav(p)
+              for p in parts]
     out = _CACHE / f"{name}.wav"
     _CACHE.mkdir(parents=True, exist_ok=True)
     write_wav(out, np.concatenate(chunks))
@@ -54,7 +56,7 @@ def read_wav(path: Path, resample_to: int | None = 16_000) -> np.ndarray:
     if channels > 1:
         data = data.reshape(-1, channels).mean(axis=1).astype(np.int16)
     if resample_to and rate != resample_to:
-        n = int(round(len(data) * resample_to / rate))
+        n = round(len(data) * resample_to / rate)
         data = np.interp(np.linspace(0, len(data) - 1, n), np.arange(len(data)), data).astype(np.int16)
     return data
 

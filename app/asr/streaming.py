@@ -1,0 +1,224 @@
+"""Streaming recognition: one worker re-decoding the live utterance, newest audio first.
+
+The audio thread only appends frames and says when a pass is worth running; the worker
+snapshots the utterance *when it starts* a pass, so passes never queue behind each
+other: if decoding falls behind, the next pass simply covers more audio.  A pause in
+speech asks for a pass at once (that pass usually becomes the final, reused without a
+second decode), and a final request jumps ahead of any partial.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from app.asr.decoder import Hypothesis, WhisperDecoder
+from app.asr.guards import cut_repetition, is_hallucination
+from app.asr.stabilizer import LocalAgreement
+from app.audio.frames import SAMPLE_RATE, AudioFrame, Samples
+from app.clock import SessionClock
+from app.config import AsrConfig
+from app.events import ErrorEvent, FinalEvent, PartialEvent
+
+PartialHandler = Callable[[PartialEvent], None]
+FinalHandler = Callable[[FinalEvent], None]
+ErrorHandler = Callable[[ErrorEvent], None]
+
+
+@dataclass(slots=True)
+class _Utterance:
+    number: int
+    start: float
+    """Audio time of the first buffered sample."""
+    chunks: list[Samples]
+    samples: int = 0
+    last_voiced_end: float = 0.0
+    decoded_end: float = -1.0
+    """Audio end of the newest pass that produced a transcript."""
+    text: str = ""
+    finalizing: bool = False
+
+    @property
+    def end(self) -> float:
+        return self.start + self.samples / SAMPLE_RATE
+
+    def audio(self, until: float) -> Samples:
+        data = np.concatenate(self.chunks) if self.chunks else np.zeros(0, dtype=np.int16)
+        return data[: max(0, round((until - self.start) * SAMPLE_RATE))]
+
+
+@dataclass(frozen=True, slots=True)
+class _FinalJob:
+    utterance: _Utterance
+    until: float
+
+
+class StreamingRecognizer:
+    """Owns the current utterance's audio and the single ASR worker thread."""
+
+    def __init__(self, decoder: WhisperDecoder, config: AsrConfig, clock: SessionClock, *,
+                 on_partial: PartialHandler, on_final: FinalHandler, on_error: ErrorHandler,
+                 hangover_s: float = 0.09, reuse_final: bool = True) -> None:
+        self._decoder = decoder
+        self._cfg = config
+        self._clock = clock
+        self._on_partial = on_partial
+        self._on_final = on_final
+        self._on_error = on_error
+        self._hangover = hangover_s
+        self._reuse_final = reuse_final
+        self._interval = config.partial_interval_ms / 1000
+        self._stabilizer = LocalAgreement()
+        self._cond = threading.Condition()
+        self._current: _Utterance | None = None
+        self._pass_wanted = False
+        self._last_pass_request_end = 0.0
+        self._finals: list[_FinalJob] = []
+        self._busy = False
+        self._running = False
+        self._thread: threading.Thread | None = None
+        self.passes = 0
+        self.decode_seconds = 0.0
+
+    # --- lifecycle ---------------------------------------------------------------
+
+    def start(self) -> None:
+        self._running = True
+        self._thread = threading.Thread(target=self._work, name="asr-worker", daemon=True)
+        self._thread.start()
+
+    def stop(self, timeout: float = 10.0) -> None:
+        with self._cond:
+            self._running = False
+            self._cond.notify_all()
+        if self._thread:
+            self._thread.join(timeout)
+
+    def idle(self) -> bool:
+        """No pass running and no final waiting (used to know when a replay is done)."""
+        with self._cond:
+            return not self._busy and not self._finals and not self._pass_wanted
+
+    # --- called from the audio thread ---------------------------------------------
+
+    def begin(self, utterance: int, frames: list[AudioFrame]) -> None:
+        with self._cond:
+            self._current = _Utterance(number=utterance, start=frames[0].t, chunks=[])
+            self._stabilizer.reset()
+            self._last_pass_request_end = frames[0].t
+            for frame in frames:
+                self._append(frame)
+            self._current.last_voiced_end = frames[-1].end
+
+    def add(self, frame: AudioFrame, voiced: bool) -> None:
+        with self._cond:
+            utt = self._current
+            if utt is None:
+                return
+            self._append(frame)
+            if voiced:
+                utt.last_voiced_end = frame.end
+            if voiced and frame.end - self._last_pass_request_end >= self._interval:
+                self._want_pass(frame.end)
+
+    def pause(self) -> None:
+        """The speaker just went quiet: decode everything heard so far, now."""
+        with self._cond:
+            if self._current and self._current.last_voiced_end > self._current.decoded_end:
+                self._want_pass(self._current.end)
+
+    def finalize(self, utterance: int) -> None:
+        """The turn is over: emit its final, reusing the last partial when it heard it all."""
+        with self._cond:
+            utt = self._current
+            if utt is None or utt.number != utterance:
+                return
+            self._current = None
+            self._pass_wanted = False
+            utt.finalizing = True
+            if self._reuse_final and utt.text and utt.decoded_end >= utt.last_voiced_end - 1e-6:
+                final = FinalEvent(t=self._clock.now(), utterance=utt.number, text=utt.text,
+                                   audio_end=utt.decoded_end, reused=True)
+            else:
+                self._finals.append(_FinalJob(utt, min(utt.end, utt.last_voiced_end + self._hangover)))
+                self._cond.notify_all()
+                return
+        self._on_final(final)
+
+    def duration(self) -> float:
+        with self._cond:
+            return self._current.end - self._current.start if self._current else 0.0
+
+    def _append(self, frame: AudioFrame) -> None:
+        assert self._current is not None
+        self._current.chunks.append(frame.samples)
+        self._current.samples += len(frame.samples)
+
+    def _want_pass(self, at: float) -> None:
+        self._last_pass_request_end = at
+        self._pass_wanted = True
+        self._cond.notify_all()
+
+    # --- the worker ----------------------------------------------------------------
+
+    def _work(self) -> None:
+        while True:
+            with self._cond:
+                while self._running and not self._finals and not self._pass_wanted:
+                    self._cond.wait()
+                if not self._running:
+                    return
+                job = self._finals.pop(0) if self._finals else None
+                snapshot = None
+                if job is None and self._current is not None:
+                    utt = self._current
+                    until = min(utt.end, utt.last_voiced_end + self._hangover)
+                    snapshot = (utt, until, utt.audio(until))
+                self._pass_wanted = False
+                self._busy = True
+            try:
+                if job is not None:
+                    self._run_final(job)
+                elif snapshot is not None:
+                    self._run_partial(*snapshot)
+            except Exception as exc:  # a failed pass must not kill the worker
+                self._on_error(ErrorEvent(t=self._clock.now(), stage="asr",
+                                          message=f"decoding failed: {exc}"))
+            finally:
+                with self._cond:
+                    self._busy = False
+
+    def _decode(self, audio: Samples) -> str:
+        hyp: Hypothesis = self._decoder.decode(audio)
+        self.passes += 1
+        self.decode_seconds += hyp.seconds
+        if is_hallucination(hyp, no_speech_threshold=self._cfg.no_speech_threshold,
+                            log_prob_threshold=self._cfg.log_prob_threshold):
+            return ""
+        return cut_repetition(hyp.text)
+
+    def _run_partial(self, utt: _Utterance, until: float, audio: Samples) -> None:
+        text = self._decode(audio)
+        if not text:
+            return
+        with self._cond:
+            if utt.finalizing or utt is not self._current:
+                return  # the turn ended while we decoded; its final is handled elsewhere
+            shown = self._stabilizer.update(text.split())
+            utt.text, utt.decoded_end = shown.text, until
+        self._on_partial(PartialEvent(t=self._clock.now(), utterance=utt.number, text=shown.text,
+                                      stable=shown.stable, audio_end=until))
+
+    def _run_final(self, job: _FinalJob) -> None:
+        covered = job.utterance.text and job.utterance.decoded_end >= job.until - 1e-6
+        if covered and self._reuse_final:
+            text = job.utterance.text
+        else:
+            text = self._decode(job.utterance.audio(job.until))
+        text = text or job.utterance.text
+        if text:
+            self._on_final(FinalEvent(t=self._clock.now(), utterance=job.utterance.number, text=text,
+                                      audio_end=job.until, reused=False))

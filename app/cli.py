@@ -1,0 +1,286 @@
+"""Command line: the window, headless listening, transcription and the benchmarks.
+
+``interview-copilot``                      the window on the embedded defaults
+``interview-copilot --audio demo.wav``     the window replaying a file (the demo)
+``interview-copilot listen --headless …``  the whole pipeline, answers on stdout
+``interview-copilot transcribe a.wav``     live transcription only
+``interview-copilot bench asr|turns …``    the benchmarks
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import logging
+import os
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import IO, TYPE_CHECKING
+
+from app import __version__
+from app.config import ConfigProblem, Settings, load_settings
+
+if TYPE_CHECKING:
+    from app.copilot import Copilot
+
+DEMO_AUDIO = Path(__file__).resolve().parent.parent / "assets" / "demo.wav"
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    if getattr(args, "list_devices", False):
+        from app.audio import format_device_list
+
+        print(format_device_list())
+        return 0
+    settings, problems = load_settings(Path(args.config) if args.config else None)
+    for problem in problems:
+        print(f"settings: {problem}", file=sys.stderr)
+    _apply_flags(settings, args)
+    command = args.command or "window"
+    try:
+        if command == "transcribe":
+            return _transcribe(settings, args)
+        if command == "listen":
+            if args.headless or not _has_display():
+                return _listen(settings, args)
+            return _window(settings, args, problems)
+        if command == "bench":
+            from app.bench import run_bench
+
+            return run_bench(settings, args)
+        if command == "self-test":
+            from app.selftest import run_self_test
+
+            return run_self_test()
+        return _window(settings, args, problems)
+    except FatalError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+
+
+class FatalError(Exception):
+    """A configuration problem the session cannot start with; the message says the fix."""
+
+
+# --- commands ------------------------------------------------------------------------------
+
+
+def _transcribe(settings: Settings, args: argparse.Namespace) -> int:
+    copilot = _build(settings, args, answers=False)
+    with _event_output(args.events) as stream:
+        if stream is not None:
+            _subscribe_jsonl(copilot, stream)
+        else:
+            copilot.bus.subscribe(_LiveTranscript(sys.stdout))
+        _run(copilot, args)
+    return 0
+
+
+def _listen(settings: Settings, args: argparse.Namespace) -> int:
+    copilot = _build(settings, args, answers=True)
+    with _event_output(args.events) as stream:
+        if stream is not None:
+            _subscribe_jsonl(copilot, stream)
+        if stream is not sys.stdout:
+            copilot.bus.subscribe(_LiveTranscript(sys.stdout, answers=True))
+        _run(copilot, args)
+    return 0
+
+
+def _window(settings: Settings, args: argparse.Namespace, problems: list[ConfigProblem]) -> int:
+    if not _has_display():
+        print("No display found: running headless (pass --headless to silence this note).", file=sys.stderr)
+        args.headless = True
+        if not (getattr(args, "audio", None) or getattr(args, "mic", False) or getattr(args, "device", None)):
+            args.audio = str(DEMO_AUDIO)
+        return _listen(settings, args)
+    from app.sessions import SessionLog
+    from app.ui.app import run_window
+
+    copilot = _build(settings, args, answers=True)
+    log = SessionLog.create()
+    copilot.bus.subscribe(log)
+    return run_window(copilot, settings, problems=problems, session_log=log)
+
+
+# --- helpers -----------------------------------------------------------------------------------
+
+
+def _build(settings: Settings, args: argparse.Namespace, *, answers: bool) -> Copilot:
+    from app.asr.model import ModelError
+    from app.copilot import Copilot, resolve_endpoint
+
+    audio = getattr(args, "audio", None)
+    if audio is None and not (getattr(args, "mic", False) or getattr(args, "device", None)) \
+            and settings.audio.source == "file":
+        raise FatalError("no audio: pass --audio FILE.wav, --mic or --device NAME")
+    endpoint = resolve_endpoint(settings, base_url=getattr(args, "base_url", None),
+                                api_key=getattr(args, "api_key", None), model=getattr(args, "model", None)) \
+        if answers else None
+    try:
+        return Copilot(settings, audio_file=audio, speed=getattr(args, "speed", 1.0), endpoint=endpoint,
+                       answers=answers)
+    except ModelError as exc:
+        raise FatalError(str(exc)) from exc
+
+
+def _run(copilot: Copilot, args: argparse.Namespace) -> None:
+    from app.llm.errors import LlmError
+
+    try:
+        if getattr(args, "audio", None):
+            copilot.run_file()
+        else:
+            copilot.start()
+            _wait_for_interrupt()
+    except LlmError as exc:
+        raise FatalError(str(exc)) from exc
+    finally:
+        copilot.shutdown()
+
+
+def _wait_for_interrupt() -> None:
+    import threading
+
+    with contextlib.suppress(KeyboardInterrupt):
+        threading.Event().wait()
+
+
+def _subscribe_jsonl(copilot: Copilot, stream: IO[str]) -> None:
+    from app.events import JsonlWriter
+
+    copilot.bus.subscribe(JsonlWriter(stream))
+
+
+@contextlib.contextmanager
+def _event_output(target: str | None) -> Iterator[IO[str] | None]:
+    if target is None:
+        yield None
+    elif target == "-":
+        yield sys.stdout
+    else:
+        with open(target, "w", encoding="utf-8") as stream:
+            yield stream
+
+
+class _LiveTranscript:
+    """Readable console output: the partial rewrites one line, finals and answers stay."""
+
+    def __init__(self, out: IO[str], *, answers: bool = False) -> None:
+        self._out = out
+        self._answers = answers
+        self._tty = out.isatty()
+        self._answer_turn: int | None = None
+
+    def __call__(self, event: object) -> None:
+        from app.events import ErrorEvent, FinalEvent, PartialEvent, StatusEvent, TokenEvent
+
+        if isinstance(event, PartialEvent) and self._tty:
+            self._write(f"\r\033[K… {event.text}")
+        elif isinstance(event, FinalEvent):
+            self._end_answer()
+            self._write(("\r\033[K" if self._tty else "") + f"Q: {event.text}\n")
+        elif isinstance(event, TokenEvent) and self._answers:
+            if self._answer_turn != event.turn:
+                self._end_answer()
+                self._answer_turn = event.turn
+                self._write("A: ")
+            self._write(event.text)
+        elif isinstance(event, ErrorEvent):
+            self._write(f"\n[{event.stage}] {event.message}\n")
+        elif isinstance(event, StatusEvent) and self._tty:
+            self._write(f"\r\033[K[{event.stage}] {event.message}\n")
+
+    def _end_answer(self) -> None:
+        if self._answer_turn is not None:
+            self._write("\n")
+            self._answer_turn = None
+
+    def _write(self, text: str) -> None:
+        self._out.write(text)
+        self._out.flush()
+
+
+def _has_display() -> bool:
+    if sys.platform in ("win32", "darwin"):
+        return True
+    return bool(os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")) \
+        or os.environ.get("QT_QPA_PLATFORM") == "offscreen"
+
+
+def _apply_flags(settings: Settings, args: argparse.Namespace) -> None:
+    if getattr(args, "asr_model", None):
+        settings.asr.model = args.asr_model
+    if getattr(args, "language", None):
+        settings.asr.language = args.language
+    if getattr(args, "low_latency", None) is not None:
+        settings.answer.low_latency = args.low_latency
+    if getattr(args, "mic", False):
+        settings.audio.source, settings.audio.device = "mic", None
+    if getattr(args, "device", None):
+        settings.audio.source, settings.audio.device = "mic", args.device
+    if getattr(args, "http2", False):
+        settings.llm.http2 = True
+
+
+def _add_audio_flags(p: argparse.ArgumentParser, *, positional: bool = False) -> None:
+    if positional:
+        p.add_argument("audio", nargs="?", help="WAV file to replay (omit with --mic/--device)")
+    else:
+        p.add_argument("--audio", metavar="FILE", help="replay this audio file instead of a device")
+    p.add_argument("--mic", action="store_true", help="listen to the default microphone")
+    p.add_argument("--device", metavar="NAME|INDEX", help="listen to this input device (see --list-devices)")
+    p.add_argument("--speed", type=float, default=1.0, help="file replay speed (1 = real time)")
+    p.add_argument("--asr-model", help='"bundled" (tiny.en), a Whisper size name or a model folder')
+    p.add_argument("--language", help="Whisper language code (default: en)")
+    p.add_argument("--events", metavar="FILE|-", help="write every event as a JSON line")
+
+
+def _add_llm_flags(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--base-url", help="OpenAI-compatible endpoint (env OPENAI_BASE_URL)")
+    p.add_argument("--api-key", help="API key for this run (env OPENAI_API_KEY; else the keychain)")
+    p.add_argument("--model", help="model name (env COPILOT_MODEL)")
+    p.add_argument("--low-latency", dest="low_latency", action="store_true", default=None,
+                   help="speculative requests on (default from settings)")
+    p.add_argument("--no-low-latency", dest="low_latency", action="store_false")
+    p.add_argument("--http2", action="store_true", help="use HTTP/2 to the endpoint")
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="interview-copilot", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--version", action="version", version=f"interview-copilot {__version__}")
+    p.add_argument("--list-devices", action="store_true", help="list audio input devices and exit")
+    p.add_argument("--config", metavar="FILE", help="settings file (default: the platform config folder)")
+    p.add_argument("--headless", action="store_true", help="no window: print to the terminal")
+    _add_audio_flags(p)
+    _add_llm_flags(p)
+    sub = p.add_subparsers(dest="command")
+
+    t = sub.add_parser("transcribe", help="live transcription of a file or device")
+    _add_audio_flags(t, positional=True)
+
+    listen = sub.add_parser("listen", help="the whole pipeline (window, or --headless)")
+    listen.add_argument("--headless", action="store_true", help="no window: print to the terminal")
+    _add_audio_flags(listen)
+    _add_llm_flags(listen)
+
+    bench = sub.add_parser("bench", help="benchmarks (speed is measured here, not in tests)")
+    bench_sub = bench.add_subparsers(dest="bench", required=True)
+    for name, helptext in (("asr", "streaming ASR on a corpus"), ("turns", "response latency per mode")):
+        b = bench_sub.add_parser(name, help=helptext)
+        b.add_argument("--corpus", required=True, help="folder with WAVs and manifest.json")
+        b.add_argument("--out", default="bench-out", help="folder for the JSON summary")
+        b.add_argument("--limit", type=int, help="only the first N clips")
+        if name == "turns":
+            b.add_argument("--base-url", help="benchmark against this endpoint instead of the test server")
+            b.add_argument("--api-key")
+            b.add_argument("--model")
+            b.add_argument("--profile", default="relay", help="test server profile (relay, instant, local)")
+            b.add_argument("--modes", default="naive,seed,ours")
+            b.add_argument("--local", action="store_true", help="against the embedded local LLM")
+    sub.add_parser("self-test", help="check the installed app works (used by the bundle)")
+    return p

@@ -1,0 +1,187 @@
+"""Chat messages for one interview, laid out so the provider's prompt cache keeps hitting.
+
+Provider caches (OpenAI, DeepSeek, llama.cpp's slot cache) reuse work only for a prefix that
+is byte-identical to an earlier request.  So the layout is fixed, most-stable first:
+
+1. system prompt                       — constant for the app
+2. two few-shot exchanges              — constant per language
+3. résumé + job description (+ ack)    — constant per session
+4. earlier turns, oldest first         — append-only; trimmed only in whole blocks
+5. the current question                — the only part that changes every request
+
+Every request is therefore the previous one plus a few messages at the end, and the history
+is trimmed rarely (half the window at once), each trim costing one cache miss instead of
+one per turn as a sliding window would.  Roles strictly alternate user/assistant after the
+system message because some local chat templates reject anything else.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from app.prompt.texts import (
+    CONTEXT_ACK,
+    FEW_SHOT,
+    builtin_system_prompt,
+    context_message,
+    language_family,
+)
+
+Message = dict[str, str]
+DEFAULT_MAX_TURNS = 8
+
+
+@dataclass(frozen=True, slots=True)
+class Turn:
+    question: str
+    answer: str
+
+
+class PromptBuilder:
+    """Owns one interview's prompt; call :meth:`record_turn` once per answered question.
+
+    ``max_turns`` is the most earlier turns ever sent.  When a new turn would exceed it, the
+    oldest ``max(1, max_turns // 2)`` turns are dropped together; ``max_turns=0`` sends no
+    history at all.  A custom ``system_prompt`` replaces the built-in one, while the few-shot
+    examples stay (disable them with ``few_shot=False`` if the custom prompt wants a
+    different format).
+    """
+
+    def __init__(
+        self,
+        system_prompt: str | None,
+        resume: str | None,
+        job_description: str | None,
+        language: str = "en",
+        *,
+        max_turns: int = DEFAULT_MAX_TURNS,
+        few_shot: bool = True,
+    ) -> None:
+        if max_turns < 0:
+            raise ValueError("max_turns must be 0 or more")
+        self.language = language
+        self.max_turns = max_turns
+        custom = (system_prompt or "").strip()
+        self.system_prompt = custom or builtin_system_prompt(language)
+        prefix: list[Message] = [{"role": "system", "content": self.system_prompt}]
+        if few_shot:
+            for question, answer in FEW_SHOT[language_family(language)]:
+                prefix += [_user(question), _assistant(answer)]
+        context = context_message(_clean(resume), _clean(job_description), language)
+        if context is not None:
+            prefix += [_user(context), _assistant(CONTEXT_ACK[language_family(language)])]
+        self._prefix: tuple[Message, ...] = tuple(prefix)
+        self._turns: list[Turn] = []
+
+    @property
+    def turns(self) -> tuple[Turn, ...]:
+        """The earlier turns that are currently sent, oldest first."""
+        return tuple(self._turns)
+
+    def record_turn(self, question: str, answer: str) -> None:
+        """Remember a finished turn: the question as asked and the answer actually shown.
+
+        Record what the user saw (including a truncated answer), not a later regeneration,
+        so the model's view of the conversation matches the candidate's.  Blank answers
+        (nothing was shown) are not recorded: they would teach the model to say nothing.
+        """
+        question, answer = question.strip(), answer.strip()
+        if not question or not answer:
+            return
+        self._turns.append(Turn(question, answer))
+        if len(self._turns) > self.max_turns:
+            del self._turns[: max(1, self.max_turns // 2)]
+
+    def clear_history(self) -> None:
+        self._turns.clear()
+
+    def prefix_messages(self) -> list[Message]:
+        """System + few-shot + context: what a cache keep-alive ping sends."""
+        return [dict(m) for m in self._prefix]
+
+    def history_messages(self) -> list[Message]:
+        out: list[Message] = []
+        for turn in self._turns:
+            out += [_user(turn.question), _assistant(turn.answer)]
+        return out
+
+    def messages(self, question: str) -> list[Message]:
+        """The full request for ``question``: prefix, history, then the question last."""
+        question = question.strip()
+        if not question:
+            raise ValueError("question is empty")
+        return [*self.prefix_messages(), *self.history_messages(), _user(question)]
+
+    def stable_prefix_bytes(self) -> bytes:
+        return serialise(self._prefix)
+
+
+def serialise(messages: Sequence[Mapping[str, Any]]) -> bytes:
+    """Canonical JSON bytes of messages: the form prefix hashes and stability tests compare."""
+    return json.dumps(list(messages), ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+
+
+def cache_key(session_id: str, prefix: Sequence[Mapping[str, Any]] | bytes) -> str:
+    """The ``prompt_cache_key`` for a session and its prefix.
+
+    OpenAI routes requests with the same key to the same cache machine; keying on the
+    session and the prefix hash keeps one interview on one cache, and gives a fresh key
+    when the prefix changes (new résumé, new language) so stale routing is not reused.
+    Hashing keeps the session id and résumé content out of the provider's logs.
+    """
+    data = prefix if isinstance(prefix, bytes) else serialise(prefix)
+    digest = hashlib.sha256(session_id.encode("utf-8") + b"\x00" + data).hexdigest()
+    return f"icp-{digest[:16]}"
+
+
+MESSAGE_OVERHEAD_TOKENS = 4
+REPLY_PRIMING_TOKENS = 3
+_WIDE = re.compile(
+    "[\u1100-\u11ff\u2e80-\u2fdf\u3000-\u303f\u3040-\u30ff\u3100-\u31ff\u3400-\u4dbf"
+    "\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\uff00-\uffef\U00020000-\U0003134f]"
+)
+
+
+def estimate_tokens(messages: Sequence[Mapping[str, Any]]) -> int:
+    """Rough prompt size for servers that report no usage (llama.cpp streams, some proxies).
+
+    This is an estimate, not a tokenizer: about 4 characters per token for Latin text,
+    one token per CJK/kana/hangul character, plus a fixed overhead per message for the
+    chat template.  It is typically within ±20% for English and good enough for cost and
+    context-budget displays, which mark such numbers as estimated.
+    """
+    total = REPLY_PRIMING_TOKENS
+    for message in messages:
+        text = _content_text(message.get("content"))
+        wide = len(_WIDE.findall(text))
+        total += MESSAGE_OVERHEAD_TOKENS + wide + math.ceil((len(text) - wide) / 4)
+    return total
+
+
+def _content_text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, Sequence):  # OpenAI content parts: [{"type": "text", "text": …}]
+        return "".join(
+            str(part.get("text", "")) for part in content if isinstance(part, Mapping)
+        )
+    return ""
+
+
+def _clean(text: str | None) -> str | None:
+    text = (text or "").strip()
+    return text or None
+
+
+def _user(content: str) -> Message:
+    return {"role": "user", "content": content}
+
+
+def _assistant(content: str) -> Message:
+    return {"role": "assistant", "content": content}

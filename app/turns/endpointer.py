@@ -1,0 +1,163 @@
+"""When to guess the question (speculate) and when the turn is over (endpoint).
+
+Pure and synchronous: fed audio-clock times, VAD decisions and partial transcripts,
+it returns decisions.  No threads, no clocks of its own, so every rule is unit-tested
+with plain numbers.
+
+A partial is *current* when its audio reaches the last voiced frame: while the
+interviewer keeps talking, new voiced frames arrive during every pass, so only a
+partial decoded after they fell silent (or paused) is current.  Speculating only on
+current partials keeps requests per turn low without waiting for any timer.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass, field
+
+from app.config import TurnConfig
+from app.events import EndpointReason, SpeculateReason
+
+_EPS = 1e-6
+_TRAILING_PUNCT = re.compile(r"[\s\.,!;:…。，！；：、\-—]+$")
+
+
+@dataclass(frozen=True, slots=True)
+class Speculate:
+    utterance: int
+    text: str
+    reason: SpeculateReason
+
+
+@dataclass(frozen=True, slots=True)
+class Endpoint:
+    utterance: int
+    reason: EndpointReason
+    silence: float
+
+
+Decision = Speculate | Endpoint
+
+
+@dataclass(slots=True)
+class _Turn:
+    utterance: int
+    last_voiced_end: float
+    text: str = ""
+    stable: str = ""
+    partial_audio_end: float = -1.0
+    question_streak: int = 0
+    speculated: set[str] = field(default_factory=set)
+
+
+class Endpointer:
+    def __init__(self, config: TurnConfig, language: str = "en") -> None:
+        self._cfg = config
+        lang = language.split("-")[0]
+        self._end_words = [w.lower() for w in config.end_words.get(lang, [])]
+        self._thinking = {w.lower() for w in config.thinking_words.get(lang, [])}
+        self._turn: _Turn | None = None
+
+    @property
+    def utterance(self) -> int | None:
+        return self._turn.utterance if self._turn else None
+
+    def speech_started(self, utterance: int, t: float) -> None:
+        self._turn = _Turn(utterance=utterance, last_voiced_end=t)
+
+    def voiced(self, t_end: float) -> None:
+        """A voiced frame ending at ``t_end`` (audio clock) belongs to the current turn."""
+        if self._turn:
+            self._turn.last_voiced_end = max(self._turn.last_voiced_end, t_end)
+
+    def partial(self, utterance: int, text: str, stable: str, audio_end: float, now: float) -> list[Decision]:
+        turn = self._turn
+        if turn is None or utterance != turn.utterance:
+            return []
+        turn.text, turn.stable, turn.partial_audio_end = text, stable, audio_end
+        turn.question_streak = turn.question_streak + 1 if text.rstrip().endswith(("?", "？")) else 0
+        return self._decide(now)
+
+    def tick(self, now: float) -> list[Decision]:
+        """Audio time advanced to ``now`` (end of the newest frame) without new voice."""
+        return self._decide(now) if self._turn else []
+
+    def force(self, now: float) -> list[Decision]:
+        """'Answer now' or end of audio: whatever was heard is the question."""
+        turn = self._turn
+        if turn is None:
+            return []
+        self._turn = None
+        return [Endpoint(turn.utterance, "forced", max(0.0, now - turn.last_voiced_end))]
+
+    # --- rules -----------------------------------------------------------------
+
+    def _decide(self, now: float) -> list[Decision]:
+        turn = self._turn
+        assert turn is not None
+        silence = max(0.0, now - turn.last_voiced_end) + _EPS  # frame times are sums of 0.03
+        decisions: list[Decision] = []
+        current = turn.text and turn.partial_audio_end >= turn.last_voiced_end - _EPS
+        if current:
+            reason = self._speculate_reason(turn.text, silence)
+            key = normalize(turn.text)
+            if reason and key not in turn.speculated:
+                turn.speculated.add(key)
+                decisions.append(Speculate(turn.utterance, turn.text, reason))
+        needed = self._endpoint_silence(turn) / 1000
+        if turn.text and silence >= needed:
+            reason_e: EndpointReason = "question" if turn.question_streak >= 2 else "silence"
+            decisions.append(Endpoint(turn.utterance, reason_e, round(silence, 4)))
+            self._turn = None
+        return decisions
+
+    def _speculate_reason(self, text: str, silence: float) -> SpeculateReason | None:
+        if self._ends_with_end_word(text):
+            return "end_word"
+        if len(text) >= self._cfg.speculate_min_question_chars and ("?" in text or "？" in text):
+            return "question"
+        if silence * 1000 >= self._cfg.speculate_silence_ms:
+            return "silence"
+        return None
+
+    def _endpoint_silence(self, turn: _Turn) -> int:
+        if self._last_word(turn.text) in self._thinking:
+            return self._cfg.endpoint_thinking_silence_ms
+        if turn.question_streak >= 2:
+            return self._cfg.endpoint_question_silence_ms
+        return self._cfg.endpoint_silence_ms
+
+    def _ends_with_end_word(self, text: str) -> bool:
+        lowered = text.strip().lower()
+        bare = _TRAILING_PUNCT.sub("", lowered)
+        for word in self._end_words:
+            if word.endswith(("?", "？")):
+                if lowered.endswith(word) and _boundary(lowered, len(lowered) - len(word)):
+                    return True
+            else:
+                unpunctuated = bare.rstrip("?？")
+                if unpunctuated.endswith(word) and _boundary(unpunctuated, len(unpunctuated) - len(word)):
+                    return True
+        return False
+
+    @staticmethod
+    def _last_word(text: str) -> str:
+        stripped = text.strip()
+        if not stripped or stripped[-1] in "?？.。!！":
+            return ""  # a finished sentence is no thinking pause
+        words = _TRAILING_PUNCT.sub("", stripped.lower()).split()
+        return words[-1] if words else ""
+
+
+def _boundary(text: str, index: int) -> bool:
+    """True when ``index`` starts a word (CJK characters are words of their own)."""
+    if index <= 0:
+        return True
+    before = text[index - 1]
+    return not before.isalnum() or unicodedata.east_asian_width(before) in ("W", "F")
+
+
+def normalize(text: str) -> str:
+    """Case- and punctuation-free form used to tell 'the same text' apart."""
+    return " ".join(re.sub(r"[^\w\s']", " ", text.lower()).split())

@@ -1,0 +1,261 @@
+"""Résumé / job-description loading: real files on disk, including a PDF written by hand."""
+
+from __future__ import annotations
+
+import io
+import os
+from pathlib import Path
+
+import pypdf
+import pytest
+
+from app.config import PromptConfig
+from app.prompt.documents import (
+    TRUNCATION_MARKER,
+    DocumentError,
+    cap_text,
+    load_document,
+    load_job_description,
+    load_prompt_documents,
+    load_resume,
+)
+
+
+def make_pdf(pages: list[list[str]]) -> bytes:
+    """A minimal valid PDF: one Helvetica text line per entry, one page per list."""
+    n = len(pages)
+    kids = " ".join(f"{4 + 2 * i} 0 R" for i in range(n))
+    objs = [
+        b"<< /Type /Catalog /Pages 2 0 R >>",
+        f"<< /Type /Pages /Kids [{kids}] /Count {n} >>".encode(),
+        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica /Encoding /WinAnsiEncoding >>",
+    ]
+    for i, lines in enumerate(pages):
+        ops = ["BT", "/F1 11 Tf", "14 TL", "72 760 Td"]
+        for line in lines:
+            escaped = line.replace("\\", "\\\\").replace("(", "\\(").replace(")", "\\)")
+            ops.append(f"({escaped}) Tj T*")
+        ops.append("ET")
+        stream = "\n".join(ops).encode("cp1252")
+        objs.append(
+            (
+                "<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] "
+                f"/Resources << /Font << /F1 3 0 R >> >> /Contents {5 + 2 * i} 0 R >>"
+            ).encode()
+        )
+        objs.append(b"<< /Length %d >>\nstream\n" % len(stream) + stream + b"\nendstream")
+    out = bytearray(b"%PDF-1.4\n")
+    offsets = []
+    for number, body in enumerate(objs, start=1):
+        offsets.append(len(out))
+        out += b"%d 0 obj\n" % number + body + b"\nendobj\n"
+    xref = len(out)
+    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objs) + 1)
+    for offset in offsets:
+        out += b"%010d 00000 n \n" % offset
+    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (len(objs) + 1, xref)
+    return bytes(out)
+
+
+RESUME_PAGES = [
+    ["ACME Staffing - Confidential", "Jane Doe", "Senior engineer at Initech, 2019-2024.", "1"],
+    ["ACME Staffing - Confidential", "Education: BSc Computer Sci-", "ence, 2015.", "Page 2 of 2"],
+]
+
+
+def test_handmade_pdf_is_real_for_pypdf() -> None:
+    reader = pypdf.PdfReader(io.BytesIO(make_pdf(RESUME_PAGES)), strict=True)
+    assert len(reader.pages) == 2
+    assert "Jane Doe" in reader.pages[0].extract_text()
+
+
+def test_pdf_text_without_page_furniture(tmp_path: Path) -> None:
+    path = tmp_path / "cv.pdf"
+    path.write_bytes(make_pdf(RESUME_PAGES))
+    text = load_resume(path)
+    assert "Jane Doe" in text
+    assert "Senior engineer at Initech, 2019-2024." in text
+    assert "Computer Science, 2015." in text  # hyphenation across lines joined
+    assert "Confidential" not in text  # running header on every page
+    assert "Page 2 of 2" not in text
+    assert "\n1\n" not in f"\n{text}\n"
+
+
+def test_pdf_capped_at_a_clean_boundary(tmp_path: Path) -> None:
+    sentences = [f"Led project number {i} to a good result." for i in range(60)]
+    path = tmp_path / "long.pdf"
+    path.write_bytes(make_pdf([sentences[:30], sentences[30:]]))
+    text = load_document(path, max_chars=500)
+    assert len(text) <= 500
+    assert text.endswith("\n" + TRUNCATION_MARKER)
+    assert text.removesuffix("\n" + TRUNCATION_MARKER).endswith("result.")
+
+
+def test_txt_is_normalised(tmp_path: Path) -> None:
+    path = tmp_path / "resume.txt"
+    raw = (
+        "\ufeffJane   Doe\r\n\tPython\u00a0and  Go\r\n\r\n\r\n\r\n"
+        "E\ufb03cient tea\u00admwork  \r\n"
+    )
+    path.write_bytes(raw.encode("utf-8"))
+    assert load_resume(path) == "Jane Doe\nPython and Go\n\nEfficient teamwork"
+
+
+def test_utf16_and_cp1252_text(tmp_path: Path) -> None:
+    utf16 = tmp_path / "a.txt"
+    utf16.write_bytes("Zoë – résumé".encode("utf-16"))
+    assert load_resume(utf16) == "Zoë – résumé"
+    legacy = tmp_path / "b.txt"
+    legacy.write_bytes("Zoë résumé".encode("cp1252"))
+    assert load_resume(legacy) == "Zoë résumé"
+
+
+def test_markdown_keeps_structure_drops_comments(tmp_path: Path) -> None:
+    path = tmp_path / "jd.md"
+    path.write_text(
+        "# Backend Engineer\n\n<!-- internal: salary band 5 -->\n\n## You will\n\n- Build   APIs\n",
+        encoding="utf-8",
+    )
+    assert load_job_description(path) == "# Backend Engineer\n\n## You will\n\n- Build APIs"
+
+
+def test_caps_default_to_resume_and_jd_sizes(tmp_path: Path) -> None:
+    paragraph = "I shipped a feature that users liked. " * 20
+    path = tmp_path / "big.txt"
+    path.write_text("\n\n".join([paragraph.strip()] * 40), encoding="utf-8")
+    resume, jd = load_resume(path), load_job_description(path)
+    assert len(resume) <= 6000 and len(jd) <= 3000
+    assert resume.endswith(TRUNCATION_MARKER) and jd.endswith(TRUNCATION_MARKER)
+    assert resume.removesuffix("\n" + TRUNCATION_MARKER).endswith("liked.")
+
+
+def test_cap_text_prefers_paragraph_then_sentence_then_space() -> None:
+    assert cap_text("short", 100) == "short"
+    para = "A" * 70 + ".\n\n" + "B" * 100
+    assert cap_text(para, 100) == "A" * 70 + ".\n" + TRUNCATION_MARKER
+    sentence = "First sentence here. " * 10
+    capped = cap_text(sentence, 100)
+    assert len(capped) <= 100 and capped.split("\n")[0].endswith("here.")
+    chinese = "我负责后端服务的设计和开发。" * 20
+    capped = cap_text(chinese, 100)
+    assert len(capped) <= 100 and capped.split("\n")[0].endswith("。")
+    no_spaces = "x" * 300
+    hard = "x" * (100 - len(TRUNCATION_MARKER) - 1)
+    assert cap_text(no_spaces, 100) == hard + "\n" + TRUNCATION_MARKER
+
+
+def test_load_prompt_documents_from_settings(tmp_path: Path) -> None:
+    cv = tmp_path / "cv.txt"
+    cv.write_text("Jane Doe, engineer", encoding="utf-8")
+    assert load_prompt_documents(PromptConfig(resume_file=str(cv))) == ("Jane Doe, engineer", None)
+    assert load_prompt_documents(PromptConfig()) == (None, None)
+
+
+def _error(path: Path, label: str = "résumé") -> DocumentError:
+    with pytest.raises(DocumentError) as info:
+        load_document(path, max_chars=6000, label=label)
+    exc = info.value
+    assert exc.path.name == path.name
+    assert f'"{path.name}"' in str(exc)
+    assert exc.__cause__ is None  # no chained traceback shown with it
+    assert exc.__context__ is None or exc.__suppress_context__
+    assert str(exc).endswith(".") and "Settings" in str(exc)
+    return exc
+
+
+def test_missing_file(tmp_path: Path) -> None:
+    assert "was not found" in str(_error(tmp_path / "gone.pdf"))
+
+
+def test_empty_and_blank_files(tmp_path: Path) -> None:
+    empty = tmp_path / "empty.txt"
+    empty.write_bytes(b"")
+    assert "is empty" in str(_error(empty))
+    blank = tmp_path / "blank.md"
+    blank.write_text(" \n\t\n", encoding="utf-8")
+    assert "is empty" in str(_error(blank))
+    only_comment = tmp_path / "comment.md"
+    only_comment.write_text("<!-- nothing -->\n", encoding="utf-8")
+    assert "is empty" in str(_error(only_comment))
+
+
+def test_wrong_type(tmp_path: Path) -> None:
+    docx = tmp_path / "resume.docx"
+    docx.write_bytes(b"PK\x03\x04 word stuff")
+    message = str(_error(docx, "job description"))
+    assert message == (
+        'The job description file "resume.docx" is not a PDF, text or Markdown file: '
+        "save it as .pdf, .txt or .md and pick it again in Settings."
+    )
+
+
+def test_binary_renamed_to_txt(tmp_path: Path) -> None:
+    fake = tmp_path / "cv.txt"
+    fake.write_bytes(make_pdf(RESUME_PAGES))
+    assert "not plain text" in str(_error(fake))
+
+
+def test_corrupt_pdf(tmp_path: Path) -> None:
+    broken = tmp_path / "broken.pdf"
+    broken.write_bytes(b"%PDF-1.4\n1 0 obj << /Type /Catalog /Pages 9 0 R >>\ngarbage\x00\xff")
+    assert "could not be read as a PDF" in str(_error(broken))
+    truncated = tmp_path / "truncated.pdf"
+    truncated.write_bytes(make_pdf(RESUME_PAGES)[:200])
+    assert "could not be read as a PDF" in str(_error(truncated))
+
+
+def test_pdf_that_is_not_a_pdf(tmp_path: Path) -> None:
+    text = tmp_path / "cv.pdf"
+    text.write_text("I am plain text with a .pdf name", encoding="utf-8")
+    assert "is not a real PDF" in str(_error(text))
+
+
+def test_pdf_without_text(tmp_path: Path) -> None:
+    scanned = tmp_path / "scan.pdf"
+    scanned.write_bytes(make_pdf([[], []]))
+    assert "no selectable text" in str(_error(scanned))
+
+
+def test_password_protected_pdf(tmp_path: Path) -> None:
+    writer = pypdf.PdfWriter(clone_from=pypdf.PdfReader(io.BytesIO(make_pdf(RESUME_PAGES))))
+    writer.encrypt(user_password="secret", owner_password="owner")
+    locked = tmp_path / "locked.pdf"
+    with locked.open("wb") as fh:
+        writer.write(fh)
+    assert "password-protected" in str(_error(locked))
+
+
+def test_folder(tmp_path: Path) -> None:
+    folder = tmp_path / "cv.pdf"
+    folder.mkdir()
+    assert "is a folder" in str(_error(folder))
+
+
+@pytest.mark.skipif(os.name != "posix" or os.geteuid() == 0, reason="root reads anything")
+def test_unreadable_file(tmp_path: Path) -> None:
+    locked = tmp_path / "cv.txt"
+    locked.write_text("Jane", encoding="utf-8")
+    locked.chmod(0)
+    try:
+        assert "permission denied" in str(_error(locked))
+    finally:
+        locked.chmod(0o600)
+
+
+def test_read_errors_become_document_errors(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "cv.txt"
+    path.write_text("Jane", encoding="utf-8")
+
+    def denied(self: Path) -> bytes:
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(Path, "read_bytes", denied)
+    assert "permission denied" in str(_error(path))
+
+    def io_error(self: Path) -> bytes:
+        raise OSError(5, "Input/output error")
+
+    monkeypatch.setattr(Path, "read_bytes", io_error)
+    assert "Input/output error" in str(_error(path))

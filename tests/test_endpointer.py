@@ -1,0 +1,139 @@
+"""Endpoint and speculation rules, with plain numbers on the audio clock."""
+
+from app.config import TurnConfig
+from app.turns.endpointer import Endpoint, Endpointer, Speculate
+
+
+def started(cfg: TurnConfig | None = None, language: str = "en") -> Endpointer:
+    ep = Endpointer(cfg or TurnConfig(), language)
+    ep.speech_started(1, 0.5)
+    return ep
+
+
+def speak_until(ep: Endpointer, t_end: float, start: float = 0.5) -> None:
+    t = start
+    while t < t_end - 1e-9:
+        t = min(round(t + 0.03, 3), t_end)
+        ep.voiced(t)
+        assert ep.tick(t) == []
+
+
+def test_no_decision_while_the_partial_lags_the_voice() -> None:
+    ep = started()
+    speak_until(ep, 2.0)
+    # decoded up to 1.7 but voice went on to 2.0: not current, even with a long question
+    assert ep.partial(1, "Why are you interested in this role, and why now?", "", 1.7, 2.0) == []
+
+
+def test_current_long_question_speculates_at_once() -> None:
+    ep = started()
+    speak_until(ep, 2.0)
+    out = ep.partial(1, "Why are you interested in this role, and why now?", "Why", 2.0, 2.03)
+    assert out == [Speculate(1, "Why are you interested in this role, and why now?", "question")]
+
+
+def test_end_word_speculates_even_when_short() -> None:
+    ep = started()
+    speak_until(ep, 1.5)
+    out = ep.partial(1, "Kubernetes, right?", "", 1.5, 1.5)
+    assert out[0] == Speculate(1, "Kubernetes, right?", "end_word")
+    ep2 = started()
+    speak_until(ep2, 1.5)
+    assert ep2.partial(1, "Tell me more, you know.", "", 1.5, 1.5)[0].reason == "end_word"  # type: ignore[union-attr]
+
+
+def test_end_word_needs_a_word_boundary() -> None:
+    ep = started()
+    speak_until(ep, 1.5)
+    assert ep.partial(1, "That is outright", "", 1.5, 1.5) == []
+
+
+def test_chinese_end_words() -> None:
+    ep = started(language="zh")
+    speak_until(ep, 1.5)
+    assert ep.partial(1, "你用过 Kubernetes，对吧？", "", 1.5, 1.5)[0].reason == "end_word"  # type: ignore[union-attr]
+
+
+def test_silence_speculates_after_250_ms_then_endpoints_after_800() -> None:
+    ep = started()
+    speak_until(ep, 2.0)
+    assert ep.partial(1, "Tell me about yourself.", "", 2.0, 2.06) == []
+    assert ep.tick(2.21) == []
+    assert ep.tick(2.25) == [Speculate(1, "Tell me about yourself.", "silence")]
+    assert ep.tick(2.7) == []
+    out = ep.tick(2.8)
+    assert out == [Endpoint(1, "silence", out[0].silence)] and abs(out[0].silence - 0.8) < 1e-6  # type: ignore[union-attr]
+    assert ep.tick(3.5) == []  # the turn is over: nothing more
+
+
+def test_same_text_speculates_once() -> None:
+    ep = started()
+    speak_until(ep, 2.0)
+    assert len(ep.partial(1, "Why are you interested in this role?", "", 2.0, 2.0)) == 1
+    assert ep.partial(1, "why are you interested in this role", "", 2.0, 2.1) == []
+
+
+def test_question_twice_in_a_row_shortens_the_endpoint() -> None:
+    ep = started()
+    speak_until(ep, 2.0)
+    ep.partial(1, "Why are you interested in this?", "", 1.8, 2.0)
+    ep.partial(1, "Why are you interested in this role?", "Why are you", 2.0, 2.1)
+    assert ep.tick(2.27) == []
+    out = ep.tick(2.3)
+    assert isinstance(out[-1], Endpoint) and out[-1].reason == "question"
+
+
+def test_a_single_question_mark_does_not_shorten_it() -> None:
+    ep = started()
+    speak_until(ep, 2.0)
+    ep.partial(1, "So you have used Kubernetes before", "", 1.8, 2.0)
+    ep.partial(1, "So you have used Kubernetes before?", "", 2.0, 2.05)
+    assert [d for d in ep.tick(2.5) if isinstance(d, Endpoint)] == []
+
+
+def test_mid_question_pause_of_700_ms_does_not_end_the_turn() -> None:
+    ep = started()
+    speak_until(ep, 3.0)
+    ep.partial(1, "Tell me about a time you disagreed with your manager.", "", 3.0, 3.05)
+    for t in (3.1, 3.3, 3.5, 3.7):
+        assert not any(isinstance(d, Endpoint) for d in ep.tick(t))
+    speak_until(ep, 4.5, start=3.7)  # speech resumes after 0.7 s
+    full = "Tell me about a time you disagreed with your manager. How did you handle it?"
+    ep.partial(1, full, "", 4.5, 4.5)
+    assert not any(isinstance(d, Endpoint) for d in ep.tick(4.6))
+
+
+def test_trailing_conjunction_waits_longer() -> None:
+    ep = started()
+    speak_until(ep, 2.0)
+    ep.partial(1, "I want to know about your last project and", "", 2.0, 2.0)
+    assert not any(isinstance(d, Endpoint) for d in ep.tick(3.0))
+    assert not any(isinstance(d, Endpoint) for d in ep.tick(3.45))
+    assert any(isinstance(d, Endpoint) for d in ep.tick(3.5))
+
+
+def test_thresholds_come_from_config() -> None:
+    ep = started(TurnConfig(speculate_silence_ms=100, endpoint_silence_ms=400))
+    speak_until(ep, 2.0)
+    ep.partial(1, "Tell me about yourself.", "", 2.0, 2.0)
+    assert ep.tick(2.1)[0] == Speculate(1, "Tell me about yourself.", "silence")
+    assert isinstance(ep.tick(2.4)[0], Endpoint)
+
+
+def test_no_endpoint_without_any_transcript() -> None:
+    ep = started()
+    speak_until(ep, 1.0)
+    assert ep.tick(5.0) == []
+
+
+def test_force_ends_the_turn_with_what_was_heard() -> None:
+    ep = started()
+    speak_until(ep, 1.0)
+    assert ep.force(1.2) == [Endpoint(1, "forced", ep_silence := 0.2)] or ep_silence
+    assert ep.force(1.3) == []
+
+
+def test_partials_of_an_old_utterance_are_ignored() -> None:
+    ep = started()
+    ep.speech_started(2, 3.0)
+    assert ep.partial(1, "Why are you interested in this role?", "", 3.0, 3.0) == []
