@@ -67,7 +67,8 @@ class Copilot:
     def __init__(self, settings: Settings, *, audio_file: str | Path | None = None, speed: float = 1.0,
                  endpoint: Endpoint | None = None, strategy: Strategy = Strategy(),
                  transcriber_options: TranscriberOptions = TranscriberOptions(),
-                 bus: EventBus | None = None, answers: bool = True) -> None:
+                 bus: EventBus | None = None, answers: bool = True,
+                 decoder: WhisperDecoder | None = None) -> None:
         self.settings = settings
         self.bus = bus or EventBus()
         self.clock = SessionClock()
@@ -78,7 +79,7 @@ class Copilot:
         self._strategy = strategy
         self._options = transcriber_options
         self._answers = answers
-        self._decoder = WhisperDecoder(
+        self._decoder = decoder or WhisperDecoder(
             load_model(settings.asr.model, compute_type=settings.asr.compute_type,
                        cpu_threads=settings.asr.cpu_threads), settings.asr.language)
         self._local_server: object | None = None

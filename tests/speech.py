@@ -39,6 +39,15 @@ def synth(text: str, voice: str = "en-us", *, rate: int = 160, lead_s: float = 0
     return out
 
 
+def trimmed(path: Path) -> Path:
+    """The clip cut to its speech (no leading or trailing silence), for exact gaps."""
+    start, end = speech_bounds(path)
+    out = path.with_name(path.stem + ".trim.wav")
+    if not out.exists():
+        write_wav(out, read_wav(path)[int(start * 16_000): int(end * 16_000)])
+    return out
+
+
 def concat(parts: list[Path | float], name: str) -> Path:
     """Join clips and silences (floats, in seconds) into one 16 kHz WAV."""
     chunks = [np.zeros(int(16_000 * p), dtype=np.int16) if isinstance(p, float) else read_wav(p)

@@ -34,23 +34,23 @@ def is_hallucination(h: Hypothesis, *, no_speech_threshold: float = 0.6,
 
 
 def cut_repetition(text: str, *, max_repeats: int = 3) -> str:
-    """Truncate a repetition loop ("the the the …", a phrase said 4+ times in a row).
+    """Truncate a decoder loop: a word said ``max_repeats`` times in a row, or a phrase of
+    three or more words said twice in a row.
 
-    Keeps the first ``max_repeats - 1`` occurrences so genuine doubles ("very very")
-    survive while decoder loops do not.
+    Genuine doubles ("very very") survive; a repeated phrase or sentence is what Whisper
+    does when it loops, and what the interviewer almost never does.
     """
     words = text.split()
-    for size in range(1, 6):
-        i = 0
-        while i + size * max_repeats <= len(words):
-            unit = [_norm(w) for w in words[i:i + size]]
+    norm = [_norm(w) for w in words]
+    for size in range(1, len(words) // 2 + 1):
+        limit = max_repeats if size < 3 else 2
+        for i in range(len(words) - size * limit + 1):
+            unit = norm[i:i + size]
             count = 1
-            while words[i + size * count: i + size * (count + 1)] and \
-                    [_norm(w) for w in words[i + size * count: i + size * (count + 1)]] == unit:
+            while norm[i + size * count: i + size * (count + 1)] == unit:
                 count += 1
-            if count >= max_repeats:
-                return " ".join(words[: i + size * (max_repeats - 1)])
-            i += 1
+            if count >= limit:
+                return " ".join(words[: i + size * (limit - 1)])
     return text
 
 

@@ -205,20 +205,18 @@ class StreamingRecognizer:
         if not text:
             return
         with self._cond:
-            if utt.finalizing or utt is not self._current:
-                return  # the turn ended while we decoded; its final is handled elsewhere
-            shown = self._stabilizer.update(text.split())
-            utt.text, utt.decoded_end = shown.text, until
-        self._on_partial(PartialEvent(t=self._clock.now(), utterance=utt.number, text=shown.text,
-                                      stable=shown.stable, audio_end=until))
+            shown = self._stabilizer.update(text.split()) if utt is self._current else None
+            utt.text, utt.decoded_end = (shown.text if shown else text), until
+        # A turn that ended while we decoded keeps the text (its final, queued behind this
+        # pass, reuses it) but shows no partial any more.
+        if shown is not None and not utt.finalizing:
+            self._on_partial(PartialEvent(t=self._clock.now(), utterance=utt.number, text=shown.text,
+                                          stable=shown.stable, audio_end=until))
 
     def _run_final(self, job: _FinalJob) -> None:
-        covered = job.utterance.text and job.utterance.decoded_end >= job.until - 1e-6
-        if covered and self._reuse_final:
-            text = job.utterance.text
-        else:
-            text = self._decode(job.utterance.audio(job.until))
-        text = text or job.utterance.text
+        utt = job.utterance
+        reused = bool(self._reuse_final and utt.text and utt.decoded_end >= job.until - 1e-6)
+        text = utt.text if reused else (self._decode(utt.audio(job.until)) or utt.text)
         if text:
-            self._on_final(FinalEvent(t=self._clock.now(), utterance=job.utterance.number, text=text,
-                                      audio_end=job.until, reused=False))
+            self._on_final(FinalEvent(t=self._clock.now(), utterance=utt.number, text=text,
+                                      audio_end=job.until, reused=reused))

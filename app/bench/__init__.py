@@ -1,0 +1,19 @@
+"""Benchmarks: speed is measured here, reported as ratios against baselines of the same run."""
+
+from __future__ import annotations
+
+import argparse
+
+from app.config import Settings
+
+
+def run_bench(settings: Settings, args: argparse.Namespace) -> int:
+    if args.bench == "asr":
+        from app.bench import asr
+
+        asr.run(settings, args.corpus, args.out, args.limit)
+        return 0
+    from app.bench import turns
+
+    turns.run(settings, args)
+    return 0

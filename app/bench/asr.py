@@ -1,0 +1,122 @@
+"""``bench asr``: streaming transcription of a corpus at real time, against offline decoding.
+
+Every clip is replayed through the same path as a microphone (FileSource → VAD →
+streaming ASR → endpointer) at real-time speed, so cadence and latencies are what a
+user would see.  The offline baseline decodes each whole clip with faster-whisper's
+own ``transcribe`` (30 s window, beam search) in the same run.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from app.asr.decoder import WhisperDecoder
+from app.asr.model import load_model
+from app.bench.corpus import Clip, load_corpus, median, ms, p95, wer
+from app.config import Settings
+from app.copilot import Copilot
+from app.events import Event, EventBus, FinalEvent, PartialEvent, VadEvent
+
+
+@dataclass
+class ClipResult:
+    file: str
+    reference: str
+    final: str
+    offline: str
+    final_latency: float | None
+    partial_gaps: list[float] = field(default_factory=list)
+    partial_lags: list[float] = field(default_factory=list)
+    decode_seconds: float = 0.0
+    wall_seconds: float = 0.0
+    cpu_seconds: float = 0.0
+    dropped_frames: int = 0
+    finals: int = 0
+
+
+def run(settings: Settings, corpus: str, out: str, limit: int | None = None) -> dict[str, object]:
+    clips = load_corpus(corpus, limit)
+    model = load_model(settings.asr.model, compute_type=settings.asr.compute_type,
+                       cpu_threads=settings.asr.cpu_threads)
+    decoder = WhisperDecoder(model, settings.asr.language)
+    results = [_replay(settings, decoder, clip) for clip in clips]
+    for result, clip in zip(results, clips, strict=True):
+        segments, _ = model.transcribe(str(clip.path), language=settings.asr.language.split("-")[0])
+        result.offline = " ".join(s.text.strip() for s in segments)
+    summary = _summarise(settings, results)
+    _print(results, summary)
+    Path(out).mkdir(parents=True, exist_ok=True)
+    target = Path(out) / "bench-asr.json"
+    target.write_text(json.dumps({"summary": summary, "clips": [asdict(r) for r in results]}, indent=1))
+    print(f"\nwritten: {target}")
+    return summary
+
+
+def _replay(settings: Settings, decoder: WhisperDecoder, clip: Clip) -> ClipResult:
+    events: list[Event] = []
+    bus = EventBus()
+    bus.subscribe(events.append)
+    copilot = Copilot(settings, audio_file=clip.path, bus=bus, answers=False, decoder=decoder)
+    wall, cpu = time.monotonic(), time.process_time()
+    copilot.run_file()
+    transcriber = copilot.transcriber
+    decode = transcriber.decode_seconds if transcriber else 0.0
+    copilot.shutdown()
+    result = ClipResult(file=clip.path.name, reference=clip.text, final="", offline="", final_latency=None,
+                        decode_seconds=decode, wall_seconds=time.monotonic() - wall,
+                        cpu_seconds=time.process_time() - cpu)
+    finals = [e for e in events if isinstance(e, FinalEvent)]
+    result.final = " ".join(f.text for f in finals)
+    result.finals = len(finals)
+    if finals:
+        result.final_latency = finals[-1].t - clip.speech_end_s
+    partials = [e for e in events if isinstance(e, PartialEvent)]
+    speaking = [p for p in partials if p.t <= clip.speech_end_s]
+    result.partial_gaps = [b.t - a.t for a, b in zip(speaking, speaking[1:], strict=False)]
+    result.partial_lags = [p.t - p.audio_end for p in partials]
+    starts = [e.t for e in events if isinstance(e, VadEvent) and e.speech]
+    if starts:  # the first partial counts from speech onset, so a slow first pass shows
+        first = next((p.t for p in speaking), None)
+        if first is not None:
+            result.partial_gaps.insert(0, first - starts[0])
+    return result
+
+
+def _summarise(settings: Settings, results: list[ClipResult]) -> dict[str, object]:
+    gaps = [g for r in results for g in r.partial_gaps]
+    lags = [g for r in results for g in r.partial_lags]
+    latencies = [r.final_latency for r in results if r.final_latency is not None]
+    wall = sum(r.wall_seconds for r in results)
+    return {
+        "clips": len(results),
+        "model": settings.asr.model,
+        "wer_streaming": round(wer([r.reference for r in results], [r.final for r in results]), 4),
+        "wer_offline": round(wer([r.reference for r in results], [r.offline for r in results]), 4),
+        "partial_cadence_median_s": median(gaps),
+        "partial_cadence_p95_s": p95(gaps),
+        "partial_lag_median_s": median(lags),
+        "partial_lag_p95_s": p95(lags),
+        "final_latency_median_s": median(latencies),
+        "final_latency_p95_s": p95(latencies),
+        "endpoint_silence_ms": settings.turns.endpoint_silence_ms,
+        "endpoint_question_silence_ms": settings.turns.endpoint_question_silence_ms,
+        "asr_cpu_share": round(sum(r.decode_seconds for r in results) / wall, 4) if wall else None,
+        "process_cpu_share_of_all_cores": round(sum(r.cpu_seconds for r in results) / wall / (os.cpu_count() or 1), 4)
+        if wall else None,
+        "frames_dropped": sum(r.dropped_frames for r in results),
+        "clips_split": sum(r.finals > 1 for r in results),
+        "clips_missing_final": sum(r.finals == 0 for r in results),
+    }
+
+
+def _print(results: list[ClipResult], summary: dict[str, object]) -> None:
+    print(f"{'clip':<10} {'final lat':>9}  {'gaps med':>8}  transcript")
+    for r in results:
+        print(f"{r.file:<10} {ms(r.final_latency):>9}  {ms(median(r.partial_gaps)):>8}  {r.final}")
+    print()
+    for key, value in summary.items():
+        print(f"{key:<34} {value}")

@@ -1,0 +1,57 @@
+"""A benchmark corpus: WAV clips plus ``manifest.json`` (file, text, speech_end_s, …)."""
+
+from __future__ import annotations
+
+import json
+import re
+import statistics
+from dataclasses import dataclass
+from pathlib import Path
+
+from rapidfuzz.distance import Levenshtein
+
+
+@dataclass(frozen=True)
+class Clip:
+    path: Path
+    text: str
+    speech_end_s: float
+    speech_start_s: float = 0.0
+
+
+def load_corpus(folder: str | Path, limit: int | None = None) -> list[Clip]:
+    root = Path(folder)
+    manifest = root / "manifest.json"
+    if not manifest.exists():
+        raise FileNotFoundError(f"{manifest} not found: a corpus folder needs a manifest.json "
+                                "listing file, text and speech_end_s for each clip")
+    entries = json.loads(manifest.read_text(encoding="utf-8"))
+    clips = [Clip(root / e["file"], e["text"], float(e["speech_end_s"]), float(e.get("speech_start_s", 0.0)))
+             for e in entries]
+    return clips[:limit] if limit else clips
+
+
+def words(text: str) -> list[str]:
+    return re.sub(r"[^\w\s']", " ", text.lower()).split()
+
+
+def wer(references: list[str], hypotheses: list[str]) -> float:
+    """Corpus word error rate: total edits / total reference words."""
+    edits = sum(Levenshtein.distance(words(r), words(h)) for r, h in zip(references, hypotheses, strict=True))
+    total = sum(len(words(r)) for r in references)
+    return edits / total if total else 0.0
+
+
+def median(values: list[float]) -> float | None:
+    return statistics.median(values) if values else None
+
+
+def p95(values: list[float]) -> float | None:
+    if not values:
+        return None
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
+
+
+def ms(value: float | None) -> str:
+    return "-" if value is None else f"{value * 1000:.0f} ms"

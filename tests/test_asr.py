@@ -1,0 +1,59 @@
+"""The real tiny.en model on real synthesized speech: decoding, guards, stabilisation."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from app.asr.decoder import WhisperDecoder
+from app.asr.guards import cut_repetition, is_hallucination
+from app.asr.stabilizer import LocalAgreement
+from app.bench.corpus import wer
+from tests.speech import read_wav, synth
+
+
+def test_a_question_is_transcribed_closely(decoder: WhisperDecoder) -> None:
+    text = "What is the difference between a process and a thread?"
+    hyp = decoder.decode(read_wav(synth(text)))
+    assert wer([text], [hyp.text]) <= 0.2, hyp.text
+    assert not is_hallucination(hyp)
+
+
+def test_silence_gives_no_transcript(decoder: WhisperDecoder) -> None:
+    assert is_hallucination(decoder.decode(np.zeros(16_000 * 2, dtype=np.int16)))
+
+
+def test_white_noise_gives_no_transcript(decoder: WhisperDecoder) -> None:
+    noise = (np.random.default_rng(7).standard_normal(16_000 * 2) * 3000).astype(np.int16)
+    assert is_hallucination(decoder.decode(noise))
+
+
+def test_english_only_model_refuses_another_language(whisper_model: object) -> None:
+    import pytest
+
+    with pytest.raises(ValueError, match="multilingual"):
+        WhisperDecoder(whisper_model, "zh")  # type: ignore[arg-type]
+
+
+def test_repetition_loops_are_cut() -> None:
+    looped = "Can you walk me through it? Can you walk me through it? Can you walk me through it?"
+    assert cut_repetition(looped) == "Can you walk me through it?"
+    assert cut_repetition("the the the the end") == "the the"
+    assert cut_repetition("that is very very good") == "that is very very good"
+
+
+def test_local_agreement_commits_only_what_two_passes_agree_on() -> None:
+    la = LocalAgreement()
+    assert la.update("why are".split()).stable == ""
+    out = la.update("why are you".split())
+    assert out.stable == "why are" and out.text == "why are you"
+    out = la.update("why are you interested".split())
+    assert out.stable == "why are you"
+
+
+def test_local_agreement_never_rewrites_committed_words() -> None:
+    la = LocalAgreement()
+    la.update("tell me about a type".split())
+    la.update("tell me about a time".split())
+    out = la.update("tell me about the time you".split())  # the model changed its mind
+    assert out.stable == "tell me about a"
+    assert out.text.startswith("tell me about a ")

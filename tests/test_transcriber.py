@@ -1,0 +1,133 @@
+"""Audio → VAD → streaming ASR → endpointer through FileSource, the microphone's path."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from app.asr.decoder import WhisperDecoder
+from app.audio import FileSource
+from app.bench.corpus import wer
+from app.clock import SessionClock
+from app.config import Settings
+from app.events import EndpointEvent, Event, EventBus, FinalEvent, PartialEvent, SpeculateEvent, VadEvent
+from app.pipeline import Transcriber
+from tests.speech import concat, speech_bounds, synth, trimmed, write_wav
+
+QUESTION = "What is the difference between a process and a thread, and when would you use each one?"
+
+
+def replay(decoder: WhisperDecoder, path: Path, speed: float = 4.0,
+           settings: Settings | None = None) -> tuple[list[Event], Transcriber]:
+    events: list[Event] = []
+    bus = EventBus()
+    bus.subscribe(events.append)
+    clock = SessionClock()
+    transcriber = Transcriber(FileSource(path, clock, speed=speed), decoder, settings or Settings(), bus, clock)
+    transcriber.start()
+    assert transcriber.finish(timeout=60)
+    transcriber.stop()
+    return events, transcriber
+
+
+def of(events: list[Event], kind: type) -> list:  # type: ignore[type-arg]
+    return [e for e in events if isinstance(e, kind)]
+
+
+def test_partials_grow_and_the_final_matches(decoder: WhisperDecoder) -> None:
+    events, _ = replay(decoder, synth(QUESTION))
+    partials: list[PartialEvent] = of(events, PartialEvent)
+    finals: list[FinalEvent] = of(events, FinalEvent)
+    assert len(partials) >= 3
+    for earlier, later in zip(partials, partials[1:], strict=False):
+        assert later.stable.startswith(earlier.stable), (earlier.stable, later.stable)
+        assert later.text.startswith(later.stable)
+    assert len(finals) == 1
+    assert wer([QUESTION], [finals[0].text]) <= 0.25, finals[0].text
+
+
+def test_the_final_reuses_the_last_pass_instead_of_decoding_again(decoder: WhisperDecoder) -> None:
+    events, _ = replay(decoder, synth("Why are you interested in this role?"), speed=1.0)
+    final = of(events, FinalEvent)[0]
+    assert final.reused
+    assert final.text == of(events, PartialEvent)[-1].text
+
+
+def test_endpoint_and_speculation_come_after_the_speech(decoder: WhisperDecoder) -> None:
+    clip = synth("Why are you interested in this role?")
+    _, speech_end = speech_bounds(clip)
+    events, _ = replay(decoder, clip, speed=1.0)
+    speculate = of(events, SpeculateEvent)[0]
+    endpoint = of(events, EndpointEvent)[0]
+    final = of(events, FinalEvent)[0]
+    assert speech_end < speculate.t < speech_end + 0.6
+    assert speculate.t <= endpoint.t <= final.t < speech_end + 1.0
+
+
+def test_replay_clock_matches_the_audio(decoder: WhisperDecoder) -> None:
+    clip = synth("Tell me about yourself.", lead_s=1.0)
+    start, _ = speech_bounds(clip)
+    events, _ = replay(decoder, clip, speed=1.0)
+    onset = of(events, VadEvent)[0]
+    assert onset.speech
+    assert start <= onset.t <= start + 0.3  # the onset needs min_speech_ms of voice
+
+
+def test_silence_and_noise_produce_nothing(decoder: WhisperDecoder, tmp_path: Path) -> None:
+    silence = tmp_path / "silence.wav"
+    write_wav(silence, np.zeros(16_000 * 3, dtype=np.int16))
+    noise = tmp_path / "noise.wav"
+    write_wav(noise, (np.random.default_rng(1).standard_normal(16_000 * 3) * 2000).astype(np.int16))
+    for clip in (silence, noise):
+        events, _ = replay(decoder, clip, speed=8.0)
+        assert of(events, PartialEvent) == [] and of(events, FinalEvent) == [], clip.name
+
+
+def test_a_thinking_pause_of_700_ms_does_not_split_the_question(decoder: WhisperDecoder) -> None:
+    first = trimmed(synth("Tell me about a time you disagreed with your manager."))
+    second = trimmed(synth("How did you handle it?"))
+    clip = concat([0.5, first, 0.7, second, 1.5], "pause-question")
+    events, _ = replay(decoder, clip)
+    finals = of(events, FinalEvent)
+    assert len(finals) == 1, [f.text for f in finals]
+    assert "handle" in finals[0].text.lower()
+
+
+def test_two_questions_are_two_utterances(decoder: WhisperDecoder) -> None:
+    clip = concat([synth("Why are you interested in this role?", tail_s=0.0), 2.0,
+                   synth("What is your biggest weakness?", lead_s=0.0)], "two-questions")
+    events, _ = replay(decoder, clip)
+    finals = of(events, FinalEvent)
+    assert [f.utterance for f in finals] == [1, 2]
+    assert "weakness" in finals[1].text.lower()
+
+
+def test_cli_transcribe_writes_json_lines(tmp_path: Path) -> None:
+    clip = synth("Why are you interested in this role?")
+    out = subprocess.run([sys.executable, "-m", "app", "transcribe", str(clip), "--events", "-", "--speed", "4"],
+                         capture_output=True, text=True, timeout=120, check=True)
+    lines = [json.loads(line) for line in out.stdout.splitlines()]
+    kinds = {line["event"] for line in lines}
+    assert {"vad", "partial", "final"} <= kinds
+    final = next(line for line in lines if line["event"] == "final")
+    assert set(final) >= {"t", "utterance", "text", "audio_end"}
+    assert "interested" in final["text"].lower()
+
+
+def test_cli_transcribe_prints_a_readable_transcript() -> None:
+    clip = synth("What is your biggest weakness?")
+    out = subprocess.run([sys.executable, "-m", "app", "transcribe", str(clip), "--speed", "4"],
+                         capture_output=True, text=True, timeout=120, check=True)
+    assert "Q: " in out.stdout and "biggest" in out.stdout.lower()
+
+
+def test_cli_reports_a_missing_file_clearly(tmp_path: Path) -> None:
+    out = subprocess.run([sys.executable, "-m", "app", "transcribe", str(tmp_path / "nope.wav")],
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode != 0 or "nope.wav" in out.stdout + out.stderr
+    assert "nope.wav" in out.stdout + out.stderr
+    assert "Traceback" not in out.stderr
