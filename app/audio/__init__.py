@@ -1,0 +1,116 @@
+"""Audio capture and replay: every source delivers 30 ms frames of 16 kHz mono int16.
+
+:func:`open_source` turns what the user typed (``--audio``/``--device``) into a source.
+PortAudio (``sounddevice``) is imported only when a device is actually used, so file
+replay and tests of other stages never initialise it.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from app.audio.file_source import FileSource
+from app.audio.frames import FRAME_SAMPLES, SAMPLE_RATE, AudioFrame, AudioSource
+from app.audio.resample import AudioError, FrameChunker
+from app.clock import SessionClock
+
+if TYPE_CHECKING:
+    from app.audio.device import DeviceInfo
+    from app.config import AudioConfig
+
+__all__ = [
+    "FRAME_SAMPLES",
+    "SAMPLE_RATE",
+    "AudioError",
+    "AudioFrame",
+    "AudioSource",
+    "FileSource",
+    "FrameChunker",
+    "format_device_list",
+    "list_devices",
+    "open_source",
+    "source_from_config",
+]
+
+_AUDIO_SUFFIXES = {".wav", ".wave", ".mp3", ".m4a", ".aac", ".flac", ".ogg", ".opus", ".webm",
+                   ".mp4", ".mkv", ".wma"}
+
+
+def open_source(spec: str | int | Path | None, clock: SessionClock, *,
+                speed: float = 1.0) -> AudioSource:
+    """A source for ``spec``; raises AudioError (naming it and the fix) if it is unusable.
+
+    - an audio file path -> :class:`FileSource` replayed at ``speed``
+    - ``None`` / ``"mic"`` / ``"default"`` -> the default input device
+    - ``"loopback"`` -> what the speakers play (WASAPI on Windows, the default sink's
+      monitor on Linux, a BlackHole-style device on macOS)
+    - ``"pulse:NAME.monitor"`` -> that PulseAudio/PipeWire monitor (Linux)
+    - an index or a part of a device name -> that input device
+    """
+    if isinstance(spec, Path) or (isinstance(spec, str) and _looks_like_file(spec)):
+        return FileSource(spec, clock, speed=speed)
+    if spec == "loopback":
+        return _loopback(clock)
+    from app.audio.device import DeviceSource
+
+    return DeviceSource(spec, clock, kind="mic")
+
+
+def source_from_config(config: AudioConfig, clock: SessionClock, *,
+                       file: str | Path | None = None, speed: float = 1.0) -> AudioSource:
+    """The source the settings ask for; ``file`` (from the command line) wins."""
+    if file is not None:
+        return FileSource(file, clock, speed=speed)
+    if config.source == "file":
+        if config.device is None:
+            raise AudioError("audio.source is 'file' but no file was given: pass --audio FILE.")
+        return FileSource(config.device, clock, speed=speed)
+    if config.source == "loopback":
+        if config.device is None:
+            return _loopback(clock)
+        from app.audio.device import DeviceSource
+
+        return DeviceSource(config.device, clock, kind="loopback")
+    return open_source(config.device, clock)
+
+
+def list_devices() -> list[DeviceInfo]:
+    from app.audio.device import list_devices as _list
+
+    return _list()
+
+
+def format_device_list() -> str:
+    from app.audio.device import format_device_list as _format
+
+    return _format()
+
+
+def _looks_like_file(spec: str) -> bool:
+    if spec.startswith("pulse:"):
+        return False
+    path = Path(spec)
+    return path.suffix.lower() in _AUDIO_SUFFIXES or path.is_file()
+
+
+def _loopback(clock: SessionClock) -> AudioSource:
+    if sys.platform == "win32":
+        from app.audio.loopback_windows import WasapiLoopbackSource
+
+        return WasapiLoopbackSource(clock)
+    from app.audio.device import DeviceSource, default_monitor_source, list_devices
+
+    if sys.platform.startswith("linux"):
+        monitor = default_monitor_source()
+        if monitor is None:
+            raise AudioError("Cannot find what the speakers play: no PulseAudio/PipeWire "
+                             "default sink (is pactl installed?). Pick a monitor with "
+                             "--device pulse:NAME.monitor (see --list-devices).")
+        return DeviceSource(f"pulse:{monitor}", clock, kind="loopback")
+    candidates = [d for d in list_devices() if d.is_loopback_candidate]
+    if not candidates:
+        raise AudioError("No loopback input found: install BlackHole (macOS), route the call "
+                         "audio to it, then pick it with --device BlackHole.")
+    return DeviceSource(candidates[0].name, clock, kind="loopback")

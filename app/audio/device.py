@@ -1,0 +1,504 @@
+"""Live capture from a PortAudio input (microphone, or a loopback/monitor device).
+
+Two threads, so PortAudio never waits on us: the stream callback only copies the block
+into a queue; a worker thread converts, cuts frames and calls ``on_frame``.  The worker
+also watches the stream: when it dies (device unplugged, sound server restarted) it
+reports once through ``on_error`` and reopens the device by name every second until it
+is back or :meth:`DeviceSource.stop` is called.
+
+Time after a reconnection: frames resume at the wall-clock position of their first
+sample (rounded up to the 30 ms grid), so session time jumps forward by the outage.  We
+do not pretend the audio was continuous; consumers see a gap in ``t`` instead.
+
+On Linux a PulseAudio/PipeWire monitor source (what the speakers play, i.e. the
+interviewer on a call) is reached through the ALSA ``pulse`` device with
+``PULSE_SOURCE=<sink>.monitor``; ask for it as ``--device pulse:<sink>.monitor`` (or just
+``<sink>.monitor``) and :func:`pulse_source_of` / the source set that up.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import queue
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import numpy as np
+import numpy.typing as npt
+import sounddevice as sd
+
+from app.audio.frames import AudioFrame, ErrorHandler, FrameHandler
+from app.audio.resample import AudioError, Converter, FrameChunker
+from app.clock import SessionClock
+
+DeviceKind = Literal["mic", "loopback"]
+
+RETRY_INTERVAL = 1.0
+"""Seconds between attempts to reopen a lost device."""
+FIRST_BLOCK_TIMEOUT = 5.0
+"""A freshly opened stream may take a while to deliver (PulseAudio monitors: ~1.5 s)."""
+STALL_TIMEOUT = 2.0
+"""No block for this long after the first one: the device is gone even if PortAudio is silent."""
+OVERFLOW_BURST = 1.0
+"""Overflows closer together than this are one burst, reported once."""
+
+_LOOPBACK_HINTS = ("monitor", "loopback", "blackhole", "stereo mix", "what u hear",
+                   "soundflower", "cable output", "wave out")
+_FIX = "run with --list-devices to see the inputs, then pick one with --device NAME or INDEX"
+
+_env_lock = threading.Lock()
+_streams_lock = threading.Lock()
+_open_streams = 0  # streams open in this process: re-enumerating PortAudio would kill them
+
+
+@dataclass(frozen=True, slots=True)
+class DeviceInfo:
+    index: int
+    name: str
+    hostapi: str
+    max_input_channels: int
+    default_samplerate: float
+    is_default: bool
+    is_loopback_candidate: bool
+
+
+def list_devices() -> list[DeviceInfo]:
+    """Every input PortAudio can open, with what a user needs to choose one."""
+    try:
+        default_in = sd.default.device[0]
+        apis = [str(api["name"]) for api in sd.query_hostapis()]
+        raw = list(sd.query_devices())
+    except sd.PortAudioError as exc:
+        raise AudioError(f"PortAudio cannot list audio devices: {exc}") from exc
+    devices = []
+    for index, dev in enumerate(raw):
+        if int(dev["max_input_channels"]) < 1:
+            continue
+        name = str(dev["name"])
+        devices.append(DeviceInfo(
+            index=index,
+            name=name,
+            hostapi=apis[int(dev["hostapi"])],
+            max_input_channels=int(dev["max_input_channels"]),
+            default_samplerate=float(dev["default_samplerate"]),
+            is_default=index == default_in,
+            is_loopback_candidate=any(h in name.lower() for h in _LOOPBACK_HINTS),
+        ))
+    return devices
+
+
+def pulse_sources() -> list[str]:
+    """PulseAudio/PipeWire source names (monitors included); [] when pactl is unavailable."""
+    if not sys.platform.startswith("linux") or shutil.which("pactl") is None:
+        return []
+    try:
+        out = subprocess.run(["pactl", "list", "short", "sources"], capture_output=True,
+                             text=True, timeout=3, check=True).stdout
+    except (OSError, subprocess.SubprocessError):
+        return []
+    return [line.split("\t")[1] for line in out.splitlines() if line.count("\t") >= 1]
+
+
+def default_monitor_source() -> str | None:
+    """The monitor of the default PulseAudio/PipeWire sink: what the speakers play."""
+    if not sys.platform.startswith("linux") or shutil.which("pactl") is None:
+        return None
+    try:
+        out = subprocess.run(["pactl", "info"], capture_output=True, text=True, timeout=3,
+                             check=True).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    for line in out.splitlines():
+        if line.startswith("Default Sink:"):
+            sink = line.split(":", 1)[1].strip()
+            return f"{sink}.monitor" if sink else None
+    return None
+
+
+def format_device_list(devices: list[DeviceInfo] | None = None) -> str:
+    """The ``--list-devices`` text: one input per line, marks for default and loopback."""
+    devices = list_devices() if devices is None else devices
+    lines = ["Audio inputs (* = default, L = can capture what the speakers play):"]
+    for d in devices:
+        marks = ("*" if d.is_default else " ") + ("L" if d.is_loopback_candidate else " ")
+        lines.append(f" {marks} {d.index:>3}  {d.name}  [{d.hostapi}, "
+                     f"{d.max_input_channels} ch, {d.default_samplerate:.0f} Hz]")
+    if not devices:
+        lines.append("   (none found)")
+    monitors = [s for s in pulse_sources() if s.endswith(".monitor")]
+    if monitors:
+        lines.append("PulseAudio/PipeWire monitors (use --device pulse:NAME):")
+        lines += [f"   L  {m}" for m in monitors]
+    lines.append("Pick one with --device NAME (a unique part of it) or --device INDEX.")
+    return "\n".join(lines)
+
+
+def pulse_source_of(spec: str) -> str | None:
+    """``"pulse:vsink.monitor"`` or ``"vsink.monitor"`` -> ``"vsink.monitor"``; else None."""
+    if spec.startswith("pulse:") and len(spec) > len("pulse:"):
+        return spec[len("pulse:"):]
+    if spec.endswith(".monitor") and ":" not in spec:
+        return spec
+    return None
+
+
+@contextlib.contextmanager
+def pulse_source_env(source: str | None) -> Iterator[None]:
+    """Set ``PULSE_SOURCE`` only while a stream is being opened.
+
+    The ALSA ``pulse`` plugin reads it when the PCM is opened, so scoping it keeps other
+    streams of this process (say, a microphone also on ``pulse``) on their own source.
+    """
+    if source is None:
+        yield
+        return
+    with _env_lock:
+        old = os.environ.get("PULSE_SOURCE")
+        os.environ["PULSE_SOURCE"] = source
+        try:
+            yield
+        finally:
+            if old is None:
+                os.environ.pop("PULSE_SOURCE", None)
+            else:
+                os.environ["PULSE_SOURCE"] = old
+
+
+@dataclass(frozen=True, slots=True)
+class _Target:
+    """What to (re)open: a PortAudio device name, stable across re-enumeration."""
+
+    label: str
+    name: str | None  # None = the system default input
+    pulse_source: str | None
+
+
+def _resolve(device: str | int | None) -> _Target:
+    """Find the user's device now, so a typo fails before the session starts."""
+    spec = "" if device is None else str(device).strip()
+    pulse = pulse_source_of(spec)
+    if pulse is not None:
+        _find_by_name("pulse", label=spec)
+        known = pulse_sources()
+        if known and pulse not in known:
+            monitors = ", ".join(s for s in known if s.endswith(".monitor")) or "none"
+            raise AudioError(f"PulseAudio source '{pulse}' not found (monitors: {monitors}): "
+                             f"{_FIX}.")
+        return _Target(label=spec, name="pulse", pulse_source=pulse)
+    if spec.lower() in ("", "mic", "default"):
+        info = _default_input()
+        return _Target(label=f"default input ({info.name})", name=None, pulse_source=None)
+    inputs = list_devices()
+    if spec.isdigit():
+        match = [d for d in inputs if d.index == int(spec)]
+        if not match:
+            raise AudioError(f"Audio input device #{spec} does not exist: {_FIX}.")
+        return _Target(label=match[0].name, name=match[0].name, pulse_source=None)
+    info = _find_by_name(spec, label=spec, inputs=inputs)
+    return _Target(label=info.name, name=info.name, pulse_source=None)
+
+
+def _find_by_name(spec: str, label: str, inputs: list[DeviceInfo] | None = None) -> DeviceInfo:
+    inputs = list_devices() if inputs is None else inputs
+    exact = [d for d in inputs if d.name == spec]
+    partial = [d for d in inputs if spec.lower() in d.name.lower()]
+    found = exact or partial
+    if not found:
+        raise AudioError(f"Audio input device '{label}' not found: {_FIX}.")
+    return found[0]
+
+
+def _default_input() -> DeviceInfo:
+    inputs = list_devices()
+    for d in inputs:
+        if d.is_default:
+            return d
+    if inputs:
+        return inputs[0]
+    raise AudioError(f"No audio input device found (no microphone?): connect one, or {_FIX}.")
+
+
+def _reinitialize_portaudio() -> None:
+    """Re-enumerate devices so a replugged USB device is seen again.
+
+    Only safe with no stream open in this process (it would kill them); sounddevice has
+    no public API for it, hence the private calls.
+    """
+    with _streams_lock:
+        if _open_streams == 0:
+            with contextlib.suppress(Exception):
+                sd._terminate()
+                sd._initialize()
+
+
+BlockCallback = Callable[[npt.NDArray[np.float32], int, Any, Any], None]
+_Item = tuple[int, float, npt.NDArray[np.float32] | None]
+"""(stream generation, arrival time, block); block None = PortAudio finished the stream."""
+
+
+class DeviceSource:
+    """A PortAudio input as an :class:`~app.audio.frames.AudioSource`."""
+
+    def __init__(self, device: str | int | None, clock: SessionClock,
+                 kind: DeviceKind = "mic") -> None:
+        self.kind = kind
+        self._target = _resolve(device)
+        self.name = self._target.label
+        self._clock = clock
+        self._queue: queue.SimpleQueue[_Item] = queue.SimpleQueue()
+        self._stop = threading.Event()
+        self._done = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._stream: Any = None  # sd.InputStream while open
+        self._generation = 0
+        self._overflows = 0
+        self.reconnects = 0
+        self.rate: int | None = None
+        self.channels: int | None = None
+
+    @property
+    def overflows(self) -> int:
+        return self._overflows
+
+    def start(self, on_frame: FrameHandler, on_error: ErrorHandler) -> None:
+        if self._thread is not None:
+            raise RuntimeError("DeviceSource.start() called twice")
+        self._thread = threading.Thread(target=self._run, args=(on_frame, on_error),
+                                        name=f"audio-device:{self.name}", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None and self._thread is not threading.current_thread():
+            self._thread.join(timeout=5.0)
+        self._done.set()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        return self._done.wait(timeout)
+
+    # --- PortAudio thread: copy and go ---------------------------------------------------
+
+    def _callbacks(self, generation: int) -> tuple[BlockCallback, Callable[[], None]]:
+        """Callbacks tagged with their stream, so a dead stream's late blocks are ignored."""
+        put = self._queue.put
+
+        def on_block(indata: npt.NDArray[np.float32], frames: int, time_info: Any,
+                     status: Any) -> None:
+            if status.input_overflow:
+                self._overflows += 1
+            put((generation, time.monotonic(), indata.copy()))
+
+        def on_finished() -> None:
+            put((generation, time.monotonic(), None))
+
+        return on_block, on_finished
+
+    # --- worker thread -------------------------------------------------------------------
+
+    def _run(self, on_frame: FrameHandler, on_error: ErrorHandler) -> None:
+        worker = _Worker(self, on_frame, on_error)
+        try:
+            worker.loop()
+        finally:
+            self._close()
+            self._done.set()
+
+    def _open(self) -> None:
+        """Open and start the stream at the device's own rate, mono if it allows."""
+        global _open_streams
+        info = self._find()
+        rate = int(info.default_samplerate)
+        self._generation += 1
+        callbacks = self._callbacks(self._generation)
+        last_error: Exception | None = None
+        for channels in dict.fromkeys((1, min(2, info.max_input_channels))):
+            try:
+                stream = self._start_stream(info.index, rate, channels, callbacks)
+            except (sd.PortAudioError, ValueError) as exc:
+                last_error = exc
+                continue
+            self._stream, self.rate, self.channels = stream, rate, channels
+            with _streams_lock:
+                _open_streams += 1
+            return
+        raise AudioError(f"Cannot open audio device '{self.name}': {last_error}")
+
+    def _start_stream(self, index: int, rate: int, channels: int,
+                      callbacks: tuple[BlockCallback, Callable[[], None]]) -> Any:
+        with pulse_source_env(self._target.pulse_source):
+            stream = sd.InputStream(
+                device=index, samplerate=rate, channels=channels, dtype="float32",
+                blocksize=0, latency="low", callback=callbacks[0],
+                finished_callback=callbacks[1],
+            )
+        try:
+            stream.start()
+        except sd.PortAudioError:
+            stream.close()
+            raise
+        return stream
+
+    def _find(self) -> DeviceInfo:
+        name = self._target.name
+        for attempt in range(2):
+            try:
+                if name is None:
+                    return _default_input()
+                return _find_by_name(name, label=self.name)
+            except AudioError:
+                if attempt == 1:
+                    raise
+                _reinitialize_portaudio()
+        raise AssertionError("unreachable")
+
+    def _close(self) -> None:
+        global _open_streams
+        stream, self._stream = self._stream, None
+        if stream is None:
+            return
+        with _streams_lock:
+            _open_streams -= 1
+        with contextlib.suppress(sd.PortAudioError):
+            stream.abort()
+        with contextlib.suppress(sd.PortAudioError):
+            stream.close()
+
+
+class _Worker:
+    """The worker thread's state: conversion, framing, health and reconnection."""
+
+    def __init__(self, source: DeviceSource, on_frame: FrameHandler, on_error: ErrorHandler):
+        self.src = source
+        self.on_frame = on_frame
+        self.on_error = on_error
+        self.chunker = FrameChunker()
+        self.converter: Converter | None = None
+        self.opened_at = 0.0
+        self.last_block: float | None = None
+        self.next_retry = 0.0
+        self.outage_reported = False
+        self.last_overflow_report = -1e9
+        self.seen_overflows = 0
+        self.last_check = time.monotonic()
+
+    def loop(self) -> None:
+        while not self.src._stop.is_set():
+            self._notice_pause()
+            if self.src._stream is None:
+                self._try_open()
+                continue
+            try:
+                item = self.src._queue.get(timeout=0.1)
+            except queue.Empty:
+                self._notice_pause()  # the pause may have happened inside get()
+                self._check_stalled()
+                continue
+            generation, arrival, data = item
+            if generation != self.src._generation:
+                continue  # left over from a stream we already gave up on
+            if data is None:
+                self._lose("the stream stopped")
+            else:
+                self._block(arrival, data)
+                self._check_overflows()
+
+    def _try_open(self) -> None:
+        now = time.monotonic()
+        if now < self.next_retry:
+            self.src._stop.wait(min(0.1, self.next_retry - now))
+            return
+        self.next_retry = now + RETRY_INTERVAL
+        try:
+            self.src._open()
+        except (AudioError, sd.PortAudioError) as exc:
+            if not self.outage_reported:
+                self.outage_reported = True
+                self.on_error(f"{exc}. Check that it is plugged in and not in use; "
+                              f"retrying every {RETRY_INTERVAL:g} s, or {_FIX}.")
+            return
+        if self.outage_reported:
+            self.src.reconnects += 1
+        self.outage_reported = False
+        assert self.src.rate is not None
+        self.converter = Converter(self.src.rate)
+        self.opened_at = time.monotonic()
+        self.last_block = None
+
+    def _notice_pause(self) -> None:
+        """After a pause of the whole process, give the stream a fresh grace period.
+
+        The loop runs at least every 0.1 s; a longer gap means we were not scheduled
+        (system sleep, debugger, SIGSTOP) and the stream was paused with us, so its
+        silence so far proves nothing.
+        """
+        now = time.monotonic()
+        if now - self.last_check > 1.0:
+            self.opened_at = now
+            self.last_block = None if self.last_block is None else now
+        self.last_check = now
+
+    def _check_stalled(self) -> None:
+        now = time.monotonic()
+        if self.last_block is None:
+            if now - self.opened_at > FIRST_BLOCK_TIMEOUT:
+                self._lose(f"no audio within {FIRST_BLOCK_TIMEOUT:g} s of opening it")
+        elif now - self.last_block > STALL_TIMEOUT:
+            self._lose(f"no audio for {STALL_TIMEOUT:g} s")
+        elif self.src._stream is not None and not self.src._stream.active:
+            self._lose("the stream stopped")
+
+    def _lose(self, reason: str) -> None:
+        """Close the dead stream, deliver what it gave us, and schedule reopening."""
+        self.src._close()
+        self._drain()
+        self.next_retry = time.monotonic() + RETRY_INTERVAL
+        if not self.outage_reported:
+            self.outage_reported = True
+            self.on_error(f"Audio device '{self.src.name}' was lost ({reason}). Check that it "
+                          f"is plugged in; retrying every {RETRY_INTERVAL:g} s, or {_FIX}.")
+
+    def _drain(self) -> None:
+        if self.converter is not None:
+            self._deliver(self.chunker.push(self.converter.flush()))
+            self.converter = None
+        last = self.chunker.flush()
+        if last is not None:
+            self.on_frame(last)
+
+    def _block(self, arrival: float, data: npt.NDArray[np.float32]) -> None:
+        assert self.converter is not None and self.src.rate is not None
+        if self.last_block is None:
+            self._place(arrival - len(data) / self.src.rate)
+        self.last_block = arrival
+        self._deliver(self.chunker.push(self.converter.process(data)))
+
+    def _place(self, first_sample: float) -> None:
+        """Put a (re)opened stream's first frame at its wall-clock position."""
+        clock = self.src._clock
+        if not clock.started:
+            clock.start(first_sample)
+        t = (first_sample - clock.to_monotonic(0.0)) * clock.speed
+        self.chunker.skip_to(max(t, 0.0))
+
+    def _deliver(self, frames: list[AudioFrame]) -> None:
+        for frame in frames:
+            self.on_frame(frame)
+
+    def _check_overflows(self) -> None:
+        count = self.src._overflows
+        if count == self.seen_overflows:
+            return
+        now = time.monotonic()
+        if now - self.last_overflow_report > OVERFLOW_BURST:
+            self.on_error(f"Audio input '{self.src.name}' overflowed: some audio was lost "
+                          f"({count} block(s) so far). The computer is too busy to keep up; "
+                          f"close other programs or use a smaller ASR model.")
+        self.last_overflow_report = now
+        self.seen_overflows = count

