@@ -37,6 +37,10 @@ class VadConfig(_Section):
     """Trailing unvoiced audio still sent to ASR with an utterance (softens cut-offs)."""
     min_speech_ms: int = Field(default=150, ge=30, le=5000)
     """Shorter voiced bursts (clicks, coughs) never start an utterance."""
+    quiet_gate_db: float = Field(default=35.0, ge=0.0, le=90.0)
+    """Within speech, a frame this far below the utterance's loudest is silence even if
+    webrtcvad still calls it voiced (its decision trails the end of speech by ~120 ms);
+    0 turns the gate off."""
 
 
 class AsrConfig(_Section):
@@ -59,8 +63,9 @@ class TurnConfig(_Section):
     speculate_min_question_chars: int = Field(default=30, ge=1, le=1000)
     endpoint_silence_ms: int = Field(default=800, ge=100, le=10000)
     """The turn is over after this much silence..."""
-    endpoint_question_silence_ms: int = Field(default=300, ge=50, le=10000)
-    """...or this much once the partial ended in "?" twice in a row..."""
+    endpoint_question_silence_ms: int = Field(default=400, ge=50, le=10000)
+    """...or this much once the partial ended in "?" (or an end word) twice in a row: long
+    enough for the speculative answer's first token to be there at confirmation..."""
     endpoint_thinking_silence_ms: int = Field(default=1500, ge=100, le=20000)
     """...but this much after a trailing "and/so/but/…" (a thinking pause)."""
     end_words: dict[str, list[str]] = Field(

@@ -50,10 +50,17 @@ def test_local_agreement_commits_only_what_two_passes_agree_on() -> None:
     assert out.stable == "why are you"
 
 
-def test_local_agreement_never_rewrites_committed_words() -> None:
+def test_local_agreement_shows_the_newest_hypothesis_verbatim() -> None:
     la = LocalAgreement()
-    la.update("tell me about a type".split())
+    la.update("Tell me a little about yourself.".split())
+    out = la.update("Tell me a little about yourself and your background.".split())
+    assert out.text == "Tell me a little about yourself and your background."
+    assert out.stable == "Tell me a little about yourself"  # punctuation does not block agreement
+
+
+def test_local_agreement_keeps_commitment_when_a_pass_stops_short() -> None:
+    la = LocalAgreement()
     la.update("tell me about a time".split())
-    out = la.update("tell me about the time you".split())  # the model changed its mind
-    assert out.stable == "tell me about a"
-    assert out.text.startswith("tell me about a ")
+    la.update("tell me about a time you".split())
+    out = la.update("tell me about a time you disagreed".split())
+    assert out.stable == "tell me about a time you"

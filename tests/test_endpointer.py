@@ -46,6 +46,22 @@ def test_end_word_needs_a_word_boundary() -> None:
     ep = started()
     speak_until(ep, 1.5)
     assert ep.partial(1, "That is outright", "", 1.5, 1.5) == []
+    assert ep.partial(1, "Then you turn right", "", 1.5, 1.5) == []
+
+
+def test_end_word_ignores_the_recognisers_punctuation() -> None:
+    ep = started()
+    speak_until(ep, 2.0)
+    out = ep.partial(1, "How do you prioritize when everything is urgent? Right.", "", 2.0, 2.0)
+    assert out[0].reason == "end_word"  # type: ignore[union-attr]
+
+
+def test_an_end_word_twice_in_a_row_shortens_the_endpoint_like_a_question() -> None:
+    ep = started()
+    speak_until(ep, 2.0)
+    ep.partial(1, "How do you keep up with new technology, you know.", "", 1.9, 2.0)
+    ep.partial(1, "How do you keep up with new technology, you know.", "", 2.0, 2.1)
+    assert any(isinstance(d, Endpoint) and d.reason == "question" for d in ep.tick(2.4))
 
 
 def test_chinese_end_words() -> None:
@@ -78,8 +94,8 @@ def test_question_twice_in_a_row_shortens_the_endpoint() -> None:
     speak_until(ep, 2.0)
     ep.partial(1, "Why are you interested in this?", "", 1.8, 2.0)
     ep.partial(1, "Why are you interested in this role?", "Why are you", 2.0, 2.1)
-    assert ep.tick(2.27) == []
-    out = ep.tick(2.3)
+    assert ep.tick(2.37) == []
+    out = ep.tick(2.4)
     assert isinstance(out[-1], Endpoint) and out[-1].reason == "question"
 
 

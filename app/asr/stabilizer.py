@@ -2,21 +2,25 @@
 
 Re-decoding a growing utterance changes its tail from pass to pass; showing those
 changes raw makes captions flicker.  Words that the last two passes agree on (as a
-common prefix) are committed and never change again within the utterance; the rest is
-shown as the unstable tail.
+common prefix, ignoring case and punctuation) are committed: the caption shows them as
+settled and they stay put.  The text itself is always the newest hypothesis verbatim —
+never a splice of two passes — so what is speculated on, shown and finally reused is
+one real decoding of the audio ("yourself." then "yourself and…" must not become
+"yourself. and…").
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 
 @dataclass(frozen=True, slots=True)
 class Stabilized:
     text: str
-    """Committed words followed by the newest hypothesis' words past them."""
+    """The newest hypothesis."""
     stable: str
-    """The committed prefix of ``text``; only ever grows within an utterance."""
+    """Its first words that earlier passes agreed on; grows within an utterance."""
 
 
 class LocalAgreement:
@@ -28,19 +32,15 @@ class LocalAgreement:
         self._committed = []
         self._previous = []
 
-    @property
-    def stable(self) -> str:
-        return " ".join(self._committed)
-
     def update(self, words: list[str]) -> Stabilized:
-        agreed = _common_prefix(self._previous, words)
-        if len(agreed) > len(self._committed) and agreed[: len(self._committed)] == self._committed:
-            self._committed = agreed
-        self._previous = words
-        # Committed words stay on screen even if this hypothesis disagrees with them;
-        # it contributes only what lies past them, so the display never rewrites.
-        tail = words[len(self._committed):]
-        return Stabilized(text=" ".join([*self._committed, *tail]), stable=self.stable)
+        current = [_norm(w) for w in words]
+        agreed = _common_prefix(self._previous, current)
+        kept = _common_prefix(self._committed, current)
+        # A revision of a committed word (rare: the model changed its mind after two
+        # agreeing passes) is accepted rather than hidden; otherwise commitment only grows.
+        self._committed = current[: max(len(agreed), len(kept))]
+        self._previous = current
+        return Stabilized(text=" ".join(words), stable=" ".join(words[: len(self._committed)]))
 
 
 def _common_prefix(a: list[str], b: list[str]) -> list[str]:
@@ -51,3 +51,6 @@ def _common_prefix(a: list[str], b: list[str]) -> list[str]:
         n += 1
     return b[:n]
 
+
+def _norm(word: str) -> str:
+    return re.sub(r"[^\w']", "", word.lower())

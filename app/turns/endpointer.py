@@ -76,7 +76,7 @@ class Endpointer:
         if turn is None or utterance != turn.utterance:
             return []
         turn.text, turn.stable, turn.partial_audio_end = text, stable, audio_end
-        turn.question_streak = turn.question_streak + 1 if text.rstrip().endswith(("?", "？")) else 0
+        turn.question_streak = turn.question_streak + 1 if self._question_like(text) else 0
         return self._decide(now)
 
     def tick(self, now: float) -> list[Decision]:
@@ -129,17 +129,29 @@ class Endpointer:
         return self._cfg.endpoint_silence_ms
 
     def _ends_with_end_word(self, text: str) -> bool:
+        """Does the text end in a tag like "right?", "you know", "对吧"?
+
+        Punctuation is the recogniser's guess ("urgent, right?" may come out as "urgent?
+        Right."), so it is ignored; a one-word tag must follow a clause boundary, so that
+        "turn right" is no tag but "…, right" is.
+        """
         lowered = text.strip().lower()
-        bare = _TRAILING_PUNCT.sub("", lowered)
-        for word in self._end_words:
-            if word.endswith(("?", "？")):
-                if lowered.endswith(word) and _boundary(lowered, len(lowered) - len(word)):
-                    return True
-            else:
-                unpunctuated = bare.rstrip("?？")
-                if unpunctuated.endswith(word) and _boundary(unpunctuated, len(unpunctuated) - len(word)):
-                    return True
+        bare = _TRAILING_PUNCT.sub("", lowered.rstrip("?？ "))
+        for tag in self._end_words:
+            word = tag.rstrip("?？").strip()
+            if not word or not bare.endswith(word):
+                continue
+            head = bare[: len(bare) - len(word)]
+            if not head or _is_cjk(word[0]):
+                return True
+            if not head[-1].isspace() and head[-1] not in _BOUNDARY:
+                continue  # inside a longer word: "outright"
+            if " " in word or head.rstrip()[-1:] in _BOUNDARY or (tag.endswith("?") and lowered.endswith("?")):
+                return True
         return False
+
+    def _question_like(self, text: str) -> bool:
+        return text.rstrip().endswith(("?", "？")) or self._ends_with_end_word(text)
 
     @staticmethod
     def _last_word(text: str) -> str:
@@ -150,12 +162,11 @@ class Endpointer:
         return words[-1] if words else ""
 
 
-def _boundary(text: str, index: int) -> bool:
-    """True when ``index`` starts a word (CJK characters are words of their own)."""
-    if index <= 0:
-        return True
-    before = text[index - 1]
-    return not before.isalnum() or unicodedata.east_asian_width(before) in ("W", "F")
+_BOUNDARY = ",.?!;:，。？！；："
+
+
+def _is_cjk(char: str) -> bool:
+    return unicodedata.east_asian_width(char) in ("W", "F")
 
 
 def normalize(text: str) -> str:

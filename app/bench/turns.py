@@ -1,0 +1,215 @@
+"""``bench turns``: response latency of whole turns, per mode, in one run.
+
+Each clip is replayed at real time through the full pipeline (FileSource → VAD →
+streaming ASR → endpointer → answer engine) against an OpenAI-compatible endpoint —
+by default our test server in a separate process with the "relay" profile (230 ms
+connection set-up, 50 ms queue, 200 ms to the first token, 50 tokens/s).
+
+Modes, measured back to back on the same clips:
+
+- ``naive``: a new client per request, no pre-warm, no speculation, the final decoded
+  again after a fixed 800 ms silence;
+- ``seed``: the user's four fixes — one warm pooled client, tokens shown unbuffered,
+  speculation with the ``ratio ≥ 0.92`` reuse rule — but fixed-silence endpointing and a
+  second decode for the final;
+- ``ours``: the product defaults.
+
+Response latency = t(first shown token) − speech_end_s.  A wrong answer is a shown
+answer whose request text is not the final question word for word.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from app.answer.engine import Strategy
+from app.answer.similarity import words
+from app.asr.decoder import WhisperDecoder
+from app.asr.model import load_model
+from app.bench.corpus import Clip, load_corpus, median, ms, p95
+from app.config import Settings
+from app.copilot import Copilot, Endpoint
+from app.events import (
+    AnswerDoneEvent,
+    Event,
+    EventBus,
+    FinalEvent,
+    RequestEvent,
+    SpeculationEvent,
+    TokenEvent,
+    TurnStatsEvent,
+)
+from app.pipeline import TranscriberOptions
+
+MODES: dict[str, tuple[Strategy, TranscriberOptions]] = {
+    "naive": (Strategy(speculation=False, warm_client=False),
+              TranscriberOptions(reuse_final=False, question_shortcut=False)),
+    "seed": (Strategy(speculation=True, reuse_rule="fuzzy_unguarded"),
+             TranscriberOptions(reuse_final=False, question_shortcut=False)),
+    "ours": (Strategy(), TranscriberOptions()),
+}
+
+
+@dataclass
+class TurnResult:
+    clip: str
+    mode: str
+    final: str = ""
+    finals: int = 0
+    response_latency: float | None = None
+    final_to_first_token: float | None = None
+    requests: int = 0
+    hits: int = 0
+    misses: int = 0
+    cancelled: int = 0
+    wasted_tokens: int = 0
+    tokens: int = 0
+    wrong_answers: int = 0
+    answer: str = field(default="", repr=False)
+
+
+def run(settings: Settings, args: argparse.Namespace) -> dict[str, object]:
+    clips = load_corpus(args.corpus, args.limit)
+    model = load_model(settings.asr.model, compute_type=settings.asr.compute_type,
+                       cpu_threads=settings.asr.cpu_threads)
+    decoder = WhisperDecoder(model, settings.asr.language)
+    modes = [m.strip() for m in args.modes.split(",") if m.strip()]
+    with _endpoint(args) as endpoint:
+        print(f"endpoint: {endpoint.base_url} ({endpoint.model})", flush=True)
+        results = {mode: [_replay(settings, decoder, endpoint, clip, mode) for clip in clips] for mode in modes}
+    summary = {mode: _summarise(rs) for mode, rs in results.items()}
+    if "ours" in summary:
+        ours = summary["ours"]["response_latency_median_s"]
+        for base in ("naive", "seed"):
+            theirs = summary.get(base, {}).get("response_latency_median_s")
+            if isinstance(ours, float) and isinstance(theirs, float) and ours > 0:
+                summary[f"ratio_{base}_over_ours"] = {"response_latency_median": round(theirs / ours, 2)}
+    _print(results, summary)
+    Path(args.out).mkdir(parents=True, exist_ok=True)
+    target = Path(args.out) / "bench-turns.json"
+    target.write_text(json.dumps({"summary": summary, "endpoint": endpoint.base_url,
+                                  "turns": {m: [asdict(r) for r in rs] for m, rs in results.items()}}, indent=1))
+    print(f"\nwritten: {target}")
+    return summary
+
+
+class _endpoint:
+    """The endpoint for the run: --base-url, the embedded LLM (--local) or our test server."""
+
+    def __init__(self, args: argparse.Namespace) -> None:
+        self._args = args
+        self._process: subprocess.Popen[str] | None = None
+        self._local: object | None = None
+
+    def __enter__(self) -> Endpoint:
+        args = self._args
+        if args.base_url:
+            return Endpoint(args.base_url, args.api_key or "not-needed", args.model or "gpt-4o-mini", local=False)
+        if args.local:
+            from app.llm.local_server import LocalServer
+
+            server = LocalServer()
+            self._local = server
+            return Endpoint(server.start(), "local", "SmolLM2-135M-Instruct", local=True)
+        self._process = subprocess.Popen(
+            [sys.executable, "-m", "app.llm.fake_server", "--profile", args.profile, "--api-key", ""],
+            stdout=subprocess.PIPE, text=True)
+        assert self._process.stdout is not None
+        url = self._process.stdout.readline().strip()
+        return Endpoint(url, "bench", "gpt-4o-mini", local=False)
+
+    def __exit__(self, *exc: object) -> None:
+        if self._process is not None:
+            self._process.terminate()
+            self._process.wait(10)
+        if self._local is not None:
+            self._local.stop()  # type: ignore[attr-defined]
+
+
+def _replay(settings: Settings, decoder: WhisperDecoder, endpoint: Endpoint, clip: Clip, mode: str) -> TurnResult:
+    strategy, options = MODES[mode]
+    events: list[Event] = []
+    bus = EventBus()
+    bus.subscribe(events.append)
+    mode_settings = settings.model_copy(deep=True)
+    mode_settings.answer.low_latency = strategy.speculation
+    copilot = Copilot(mode_settings, audio_file=clip.path, endpoint=endpoint, strategy=strategy,
+                      transcriber_options=options, bus=bus, decoder=decoder)
+    try:
+        copilot.run_file()
+    finally:
+        copilot.shutdown()
+    result = _score(events, clip, mode)
+    print(f"{mode:<6} {clip.path.name:<10} {ms(result.response_latency):>8}  "
+          f"req {result.requests}  {result.final}", flush=True)
+    return result
+
+
+def _score(events: list[Event], clip: Clip, mode: str) -> TurnResult:
+    result = TurnResult(clip=clip.path.name, mode=mode)
+    finals = [e for e in events if isinstance(e, FinalEvent)]
+    result.finals = len(finals)
+    if not finals:
+        return result
+    last = finals[-1]
+    result.final = last.text
+    requests = {e.request: e for e in events if isinstance(e, RequestEvent)}
+    result.requests = len(requests)
+    shown = [e for e in events if isinstance(e, TokenEvent) and e.turn == last.utterance]
+    if shown:
+        result.response_latency = shown[0].t - clip.speech_end_s
+        result.final_to_first_token = shown[0].t - last.t
+        result.answer = "".join(e.text for e in shown)
+    outcomes = [e.outcome for e in events if isinstance(e, SpeculationEvent)]
+    result.hits, result.misses, result.cancelled = (outcomes.count("hit"), outcomes.count("miss"),
+                                                    outcomes.count("cancelled"))
+    stats = [e for e in events if isinstance(e, TurnStatsEvent)]
+    result.wasted_tokens = sum(s.wasted_prompt_tokens + s.wasted_completion_tokens for s in stats)
+    result.tokens = sum(s.prompt_tokens + s.completion_tokens for s in stats)
+    finals_by_turn = {f.utterance: f.text for f in finals}
+    for done in (e for e in events if isinstance(e, AnswerDoneEvent)):
+        asked = requests.get(done.request)
+        question = finals_by_turn.get(done.turn)
+        if asked is not None and question is not None and words(asked.text) != words(question):
+            result.wrong_answers += 1
+    return result
+
+
+def _summarise(results: list[TurnResult]) -> dict[str, object]:
+    latencies = [r.response_latency for r in results if r.response_latency is not None]
+    from_final = [r.final_to_first_token for r in results if r.final_to_first_token is not None]
+    decided = sum(r.hits + r.misses for r in results)
+    return {
+        "turns": len(results),
+        "answered": len(latencies),
+        "response_latency_median_s": median(latencies),
+        "response_latency_p95_s": p95(latencies),
+        "final_to_first_token_median_s": median(from_final),
+        "final_to_first_token_p95_s": p95(from_final),
+        "speculation_hit_rate": round(sum(r.hits for r in results) / decided, 3) if decided else None,
+        "requests_per_turn": round(sum(r.requests for r in results) / len(results), 3) if results else None,
+        "wasted_tokens": sum(r.wasted_tokens for r in results),
+        "tokens": sum(r.tokens for r in results),
+        "wrong_answers_shown": sum(r.wrong_answers for r in results),
+        "split_turns": sum(r.finals > 1 for r in results),
+    }
+
+
+def _print(results: dict[str, list[TurnResult]], summary: dict[str, dict[str, object]]) -> None:
+    print()
+    header = f"{'mode':<6} {'resp med':>9} {'resp p95':>9} {'fin→tok med':>11} {'hit':>6} {'req/turn':>8} " \
+             f"{'wasted':>7} {'wrong':>5}"
+    print(header)
+    for mode in results:
+        s = summary[mode]
+        print(f"{mode:<6} {ms(s['response_latency_median_s']):>9} {ms(s['response_latency_p95_s']):>9} "  # type: ignore[arg-type]
+              f"{ms(s['final_to_first_token_median_s']):>11} {s['speculation_hit_rate']!s:>6} "  # type: ignore[arg-type]
+              f"{s['requests_per_turn']!s:>8} {s['wasted_tokens']!s:>7} {s['wrong_answers_shown']!s:>5}")
+    for key, value in summary.items():
+        if key.startswith("ratio_"):
+            print(f"{key}: {value}")
