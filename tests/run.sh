@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Set up a fresh Debian/Ubuntu machine for the whole test suite, then run it.
+#   bash tests/run.sh [pytest args]
+# Installs the Debian packages the tests need when missing (PortAudio, espeak-ng, a
+# private PulseAudio for the capture test, Qt's runtime libraries, Xvfb), creates .venv,
+# installs the app with its [local] and [dev] extras, checks style and types, runs pytest.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+DEBS=(
+  libportaudio2 espeak-ng sox pulseaudio pulseaudio-utils libasound2-plugins
+  libegl1 libgl1 libxkbcommon0 libfontconfig1 libdbus-1-3 libglib2.0-0
+  xvfb xauth libxkbcommon-x11-0 libxcb-cursor0 libxcb-icccm4 libxcb-image0 libxcb-keysyms1
+  libxcb-randr0 libxcb-render-util0 libxcb-shape0 libxcb-xinerama0 libxcb-xfixes0 libx11-xcb1
+  binutils
+)
+missing=()
+for pkg in "${DEBS[@]}"; do
+  dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
+done
+if ((${#missing[@]})); then
+  echo "installing Debian packages: ${missing[*]}"
+  SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+[ -x .venv/bin/python ] || python3 -m venv .venv
+# llama-cpp-python builds from source; the native CPU build crashes on some CPUs.
+CMAKE_ARGS="-DGGML_NATIVE=OFF" .venv/bin/pip install -q --disable-pip-version-check -e '.[local,dev]'
+
+.venv/bin/ruff check app tests packaging
+.venv/bin/mypy app
+exec .venv/bin/python -m pytest "$@"

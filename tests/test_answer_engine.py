@@ -1,0 +1,273 @@
+"""The answer engine against our OpenAI-compatible test server, over real sockets.
+
+Speculation hit and miss, held tokens, cancellation the server can see, connection reuse
+and the failure rules, driven by the same events the pipeline emits.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterator
+
+import pytest
+
+from app.answer.engine import AnswerEngine, Strategy
+from app.clock import SessionClock
+from app.config import Settings
+from app.events import (
+    AnswerDoneEvent,
+    ErrorEvent,
+    Event,
+    EventBus,
+    FinalEvent,
+    FirstTokenEvent,
+    RequestEvent,
+    SpeculateEvent,
+    SpeculationEvent,
+    TokenEvent,
+    TurnStatsEvent,
+)
+from app.llm.client import LlmClient
+from app.llm.fake_server import Fault, FakeServer, Profile
+from app.prompt.builder import PromptBuilder
+
+KEY = "sk-test-secret-123456"
+
+
+class Recorder:
+    def __init__(self) -> None:
+        self.events: list[Event] = []
+        self._cond = threading.Condition()
+
+    def __call__(self, event: Event) -> None:
+        with self._cond:
+            self.events.append(event)
+            self._cond.notify_all()
+
+    def of(self, kind: type) -> list:  # type: ignore[type-arg]
+        with self._cond:
+            return [e for e in self.events if isinstance(e, kind)]
+
+    def wait(self, predicate: Callable[[Recorder], bool], timeout: float = 5.0) -> None:
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            while not predicate(self):
+                left = deadline - time.monotonic()
+                assert left > 0, f"timed out; events: {[e.name for e in self.events]}"
+                self._cond.wait(left)
+
+    def shown(self, turn: int) -> str:
+        return "".join(e.text for e in self.of(TokenEvent) if e.turn == turn)
+
+
+@pytest.fixture
+def server() -> Iterator[FakeServer]:
+    with FakeServer(Profile(ttft=0.05, tokens_per_s=200, answer_tokens=12), api_key=KEY) as s:
+        yield s
+
+
+def make_engine(server: FakeServer, *, strategy: Strategy = Strategy(), settings: Settings | None = None,
+                key: str = KEY) -> tuple[AnswerEngine, Recorder, EventBus]:
+    settings = settings or Settings()
+    bus = EventBus()
+    rec = Recorder()
+    bus.subscribe(rec)
+    base_url = server.start()
+    engine = AnswerEngine(settings, bus, SessionClock(), PromptBuilder(None, None, None),
+                          lambda: LlmClient(base_url, key, "gpt-4o-mini"), model="gpt-4o-mini",
+                          session_id="test", strategy=strategy)
+    bus.subscribe(engine.on_event)
+    engine.start()
+    return engine, rec, bus
+
+
+def speculate(bus: EventBus, text: str, utterance: int = 1) -> None:
+    bus.emit(SpeculateEvent(t=0.0, utterance=utterance, text=text, reason="question"))
+
+
+def final(bus: EventBus, text: str, utterance: int = 1) -> None:
+    bus.emit(FinalEvent(t=0.0, utterance=utterance, text=text, audio_end=0.0, reused=True))
+
+
+def test_a_hit_flushes_held_tokens_and_keeps_streaming(server: FakeServer) -> None:
+    engine, rec, bus = make_engine(server)
+    try:
+        speculate(bus, "Why are you interested in this role?")
+        rec.wait(lambda r: bool(r.of(FirstTokenEvent)))
+        assert rec.of(TokenEvent) == []  # held until the turn is confirmed
+        final(bus, "Um, why are you interested in this role?")
+        rec.wait(lambda r: bool(r.of(AnswerDoneEvent)))
+        assert [e.outcome for e in rec.of(SpeculationEvent)] == ["hit"]
+        assert len(server.chat_requests()) == 1
+        assert "interested" in rec.shown(1).lower()
+        assert rec.of(AnswerDoneEvent)[0].text == rec.shown(1)
+    finally:
+        engine.stop()
+
+
+def test_a_negation_is_a_miss_and_the_guess_never_shows(server: FakeServer) -> None:
+    server.set_profile(tokens_per_s=20, answer_tokens=40)  # the guess is still streaming
+    engine, rec, bus = make_engine(server, strategy=Strategy(reuse_rule="fuzzy"))
+    try:
+        speculate(bus, "Should I take the job offer from them?")
+        rec.wait(lambda r: bool(r.of(FirstTokenEvent)))
+        final(bus, "Should I not take the job offer from them?")
+        rec.wait(lambda r: bool(r.of(AnswerDoneEvent)), timeout=10)
+        assert [e.outcome for e in rec.of(SpeculationEvent)] == ["miss"]
+        assert server.wait_for(lambda s: s.chat_requests()[0].cancelled, timeout=2)
+        shown = rec.shown(1).lower()
+        assert "not" in shown and shown == rec.of(AnswerDoneEvent)[0].text.lower()
+        kinds = [e.kind for e in rec.of(RequestEvent)]
+        assert kinds == ["speculative", "final"]
+        stats = rec.of(TurnStatsEvent)[-1]
+        assert stats.misses == 1 and stats.wasted_prompt_tokens > 0
+    finally:
+        engine.stop()
+
+
+def test_the_users_092_rule_alone_would_show_the_wrong_answer(server: FakeServer) -> None:
+    engine, rec, bus = make_engine(server, strategy=Strategy(reuse_rule="fuzzy_unguarded"))
+    try:
+        speculate(bus, "Should I take the job offer from them?")
+        final(bus, "Should I not take the job offer from them?")
+        rec.wait(lambda r: bool(r.of(AnswerDoneEvent)))
+        assert [e.outcome for e in rec.of(SpeculationEvent)] == ["hit"]  # what we must not do by default
+    finally:
+        engine.stop()
+
+
+@pytest.mark.parametrize("changed", [
+    "How would you handle six million requests a day?",
+    "How would you handle five million requests a day, and why?",
+])
+def test_numbers_and_added_clauses_reissue(server: FakeServer, changed: str) -> None:
+    engine, rec, bus = make_engine(server)
+    try:
+        speculate(bus, "How would you handle five million requests a day?")
+        final(bus, changed)
+        rec.wait(lambda r: bool(r.of(AnswerDoneEvent)))
+        assert rec.of(SpeculationEvent)[0].outcome == "miss"
+        assert rec.of(RequestEvent)[-1].text == changed
+    finally:
+        engine.stop()
+
+
+def test_a_finished_guess_for_another_question_is_never_painted(server: FakeServer) -> None:
+    engine, rec, bus = make_engine(server)
+    try:
+        speculate(bus, "Tell me about your manager.")
+        rec.wait(lambda r: len(server.chat_requests()) == 1 and server.chat_requests()[0].finished)
+        final(bus, "Tell me about your biggest failure.")
+        rec.wait(lambda r: bool(r.of(AnswerDoneEvent)))
+        shown = rec.shown(1).lower()
+        assert "failure" in shown and "manager" not in shown
+    finally:
+        engine.stop()
+
+
+def test_a_newer_guess_cancels_the_older_stream(server: FakeServer) -> None:
+    server.set_profile(tokens_per_s=10, answer_tokens=50)
+    engine, rec, bus = make_engine(server)
+    try:
+        speculate(bus, "Tell me about a time you disagreed")
+        rec.wait(lambda r: bool(r.of(FirstTokenEvent)))
+        speculate(bus, "Tell me about a time you disagreed with your manager?")
+        assert server.wait_for(lambda s: s.chat_requests()[0].cancelled, timeout=2)
+        assert [e.outcome for e in rec.of(SpeculationEvent)] == ["cancelled"]
+    finally:
+        engine.stop()
+
+
+def test_at_most_three_guesses_per_turn(server: FakeServer) -> None:
+    engine, rec, bus = make_engine(server)
+    try:
+        for text in ("one?", "one two?", "one two three?", "one two three four?", "five?"):
+            speculate(bus, text)
+        time.sleep(0.3)
+        asked = [e.text for e in rec.of(RequestEvent)]
+        assert asked and set(asked) <= {"one?", "one two?", "one two three?"}
+        assert asked[-1] == "one two three?"  # the newest allowed guess is the one kept
+    finally:
+        engine.stop()
+
+
+def test_low_latency_off_asks_only_at_the_final(server: FakeServer) -> None:
+    engine, rec, bus = make_engine(server)
+    try:
+        engine.set_low_latency(False)
+        time.sleep(0.05)
+        speculate(bus, "Why are you interested in this role?")
+        time.sleep(0.2)
+        assert rec.of(RequestEvent) == []
+        final(bus, "Why are you interested in this role?")
+        rec.wait(lambda r: bool(r.of(AnswerDoneEvent)))
+        assert [e.kind for e in rec.of(RequestEvent)] == ["final"]
+    finally:
+        engine.stop()
+
+
+def test_one_warm_connection_serves_the_whole_session(server: FakeServer) -> None:
+    engine, rec, bus = make_engine(server)
+    try:
+        for turn in range(1, 6):
+            speculate(bus, f"Question number {turn} about your work?", utterance=turn)
+            final(bus, f"Question number {turn} about your work?", utterance=turn)
+            rec.wait(lambda r, n=turn: len(r.of(AnswerDoneEvent)) == n)
+        assert all(e.connect is None for e in rec.of(FirstTokenEvent))  # pre-warmed, then reused
+        chat_connections = {r.connection_id for r in server.chat_requests()}
+        assert len(chat_connections) == 1
+        assert server.connections_accepted <= 2  # the warm one and its spare
+    finally:
+        engine.stop()
+
+
+def test_a_stream_cut_after_the_first_token_keeps_what_arrived(server: FakeServer) -> None:
+    server.faults.append(Fault("reset_after", after_tokens=3))
+    engine, rec, bus = make_engine(server)
+    try:
+        final(bus, "What is your biggest weakness?")
+        rec.wait(lambda r: bool(r.of(AnswerDoneEvent)))
+        done = rec.of(AnswerDoneEvent)[0]
+        assert done.truncated and done.text and rec.shown(1) == done.text
+        assert rec.of(ErrorEvent)
+        assert len(server.chat_requests()) == 1  # never re-sent after a token was shown
+    finally:
+        engine.stop()
+
+
+def test_a_wrong_key_is_reported_without_the_key(server: FakeServer) -> None:
+    engine, rec, bus = make_engine(server, key="sk-wrong-key-999999")
+    try:
+        final(bus, "What is your biggest weakness?")
+        rec.wait(lambda r: len(r.of(ErrorEvent)) >= 1)
+        for error in rec.of(ErrorEvent):
+            assert "sk-wrong-key-999999" not in error.message
+        assert any("key" in e.message.lower() for e in rec.of(ErrorEvent))
+    finally:
+        engine.stop()
+
+
+def test_regenerate_asks_the_last_question_again(server: FakeServer) -> None:
+    engine, rec, bus = make_engine(server)
+    try:
+        final(bus, "What is your biggest weakness?")
+        rec.wait(lambda r: len(r.of(AnswerDoneEvent)) == 1)
+        engine.regenerate()
+        rec.wait(lambda r: len(r.of(AnswerDoneEvent)) == 2)
+        assert rec.of(RequestEvent)[-1].kind == "regenerate"
+        assert rec.of(AnswerDoneEvent)[1].turn == 2
+    finally:
+        engine.stop()
+
+
+def test_cancel_answer_stops_the_stream(server: FakeServer) -> None:
+    server.set_profile(tokens_per_s=10, answer_tokens=50)
+    engine, rec, bus = make_engine(server)
+    try:
+        final(bus, "What is your biggest weakness?")
+        rec.wait(lambda r: bool(r.of(TokenEvent)))
+        engine.cancel_answer()
+        assert server.wait_for(lambda s: s.chat_requests()[0].cancelled, timeout=2)
+    finally:
+        engine.stop()
