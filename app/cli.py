@@ -28,6 +28,11 @@ DEMO_AUDIO = Path(__file__).resolve().parent.parent / "assets" / "demo.wav"
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["self-test"]:  # its own options (--json, --only) are the self-test's
+        from app.selftest import run_self_test
+
+        return run_self_test(argv[1:])
     args = _parser().parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     if getattr(args, "list_devices", False):
@@ -51,10 +56,6 @@ def main(argv: list[str] | None = None) -> int:
             from app.bench import run_bench
 
             return run_bench(settings, args)
-        if command == "self-test":
-            from app.selftest import run_self_test
-
-            return run_self_test()
         return _window(settings, args, problems)
     except FatalError as exc:
         print(f"error: {exc}", file=sys.stderr)
@@ -282,5 +283,5 @@ def _parser() -> argparse.ArgumentParser:
             b.add_argument("--profile", default="relay", help="test server profile (relay, instant, local)")
             b.add_argument("--modes", default="naive,seed,ours")
             b.add_argument("--local", action="store_true", help="against the embedded local LLM")
-    sub.add_parser("self-test", help="check the installed app works (used by the bundle)")
+    sub.add_parser("self-test", help="check the installed app works (--json, --only NAME[,NAME])")
     return p

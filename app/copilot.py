@@ -51,8 +51,8 @@ def resolve_endpoint(settings: Settings, *, base_url: str | None = None, api_key
     url = base_url or os.environ.get("OPENAI_BASE_URL") or settings.llm.base_url
     try:
         key = get_api_key(url, explicit=api_key)
-    except SecretStoreError as exc:
-        log.warning("%s", exc)
+    except SecretStoreError as exc:  # no keychain on this machine: the environment still works
+        log.info("%s", exc)
         key = None
     chosen_model = model or os.environ.get("COPILOT_MODEL") or settings.llm.model
     if url is None and key is None:
@@ -185,7 +185,8 @@ class Copilot:
                               connect_timeout=self.settings.llm.connect_timeout_s,
                               timeout=self.settings.llm.timeout_s,
                               keepalive_expiry=self.settings.llm.keepalive_expiry_s),
-            model=endpoint.model, session_id=self.session_id, strategy=self._strategy)
+            model=endpoint.model, session_id=self.session_id, base_url=endpoint.base_url,
+            strategy=self._strategy)
         self.bus.subscribe(engine.on_event)
         engine.start()
         self._status("llm", f"answers from {endpoint.model} at {endpoint.base_url}")

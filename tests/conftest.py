@@ -10,9 +10,9 @@ import pytest
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
-from app.asr.decoder import WhisperDecoder  # noqa: E402
-from app.asr.model import load_model  # noqa: E402
-from tests.speech import have_espeak  # noqa: E402
+from app.asr.decoder import WhisperDecoder
+from app.asr.model import load_model
+from tests.speech import have_espeak
 
 
 @pytest.fixture(scope="session")

@@ -29,7 +29,7 @@ from app.events import (
     TurnStatsEvent,
 )
 from app.llm.client import LlmClient
-from app.llm.fake_server import Fault, FakeServer, Profile
+from app.llm.fake_server import FakeServer, Fault, Profile
 from app.prompt.builder import PromptBuilder
 
 KEY = "sk-test-secret-123456"

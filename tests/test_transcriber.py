@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import subprocess
 import sys
@@ -27,7 +28,8 @@ def replay(decoder: WhisperDecoder, path: Path, speed: float = 4.0,
     bus = EventBus()
     bus.subscribe(events.append)
     clock = SessionClock()
-    transcriber = Transcriber(FileSource(path, clock, speed=speed), decoder, settings or Settings(), bus, clock)
+    source = FileSource(path, clock, speed=speed)
+    transcriber = Transcriber(source, decoder, settings or Settings(), bus, clock)
     transcriber.start()
     assert transcriber.finish(timeout=60)
     transcriber.stop()
@@ -43,7 +45,7 @@ def test_partials_grow_and_the_final_matches(decoder: WhisperDecoder) -> None:
     partials: list[PartialEvent] = of(events, PartialEvent)
     finals: list[FinalEvent] = of(events, FinalEvent)
     assert len(partials) >= 3
-    for earlier, later in zip(partials, partials[1:], strict=False):
+    for earlier, later in itertools.pairwise(partials):
         assert words(later.stable)[: len(words(earlier.stable))] == words(earlier.stable), \
             (earlier.stable, later.stable)
         assert later.text.startswith(later.stable)
@@ -109,8 +111,8 @@ def test_two_questions_are_two_utterances(decoder: WhisperDecoder) -> None:
 
 def test_cli_transcribe_writes_json_lines(tmp_path: Path) -> None:
     clip = synth("Why are you interested in this role?")
-    out = subprocess.run([sys.executable, "-m", "app", "transcribe", str(clip), "--events", "-", "--speed", "4"],
-                         capture_output=True, text=True, timeout=120, check=True)
+    command = [sys.executable, "-m", "app", "transcribe", str(clip), "--events", "-", "--speed", "4"]
+    out = subprocess.run(command, capture_output=True, text=True, timeout=120, check=True)
     lines = [json.loads(line) for line in out.stdout.splitlines()]
     kinds = {line["event"] for line in lines}
     assert {"vad", "partial", "final"} <= kinds

@@ -37,8 +37,8 @@ from app.events import (
     RequestEvent,
     RequestKind,
     SpeculateEvent,
-    SpeculationOutcome,
     SpeculationEvent,
+    SpeculationOutcome,
     StatusEvent,
     TokenEvent,
     Usage,
@@ -87,7 +87,7 @@ class _Turn:
 
 class AnswerEngine:
     def __init__(self, settings: Settings, bus: EventBus, clock: SessionClock, prompt: PromptBuilder,
-                 client_factory: ClientFactory, *, model: str, session_id: str,
+                 client_factory: ClientFactory, *, model: str, session_id: str, base_url: str = "",
                  strategy: Strategy = Strategy(), send_cache_key: bool = True) -> None:
         self._settings = settings
         self._bus = bus
@@ -95,6 +95,7 @@ class AnswerEngine:
         self._prompt = prompt
         self._client_factory = client_factory
         self._model = model
+        self._base_url = base_url
         self._strategy = strategy
         self._low_latency = settings.answer.low_latency and strategy.speculation
         self._cache_key = cache_key(session_id, prompt.prefix_messages()) if send_cache_key else None
@@ -185,6 +186,8 @@ class AnswerEngine:
         self._client = self._client_factory()
         try:
             await self._client.start()
+            if self._is_local() or self._cache_pings_enabled():
+                await self._ping_cache()  # the first question then pays only for itself
         except LlmError as exc:
             self._emit(ErrorEvent(t=self._clock.now(), stage="llm", message=str(exc)))
         if self._cache_pings_enabled():
@@ -380,26 +383,34 @@ class AnswerEngine:
 
     # --- cache keep-alive ------------------------------------------------------------------
 
+    def _is_local(self) -> bool:
+        host = self._base_url.lower()
+        return "://127.0.0.1" in host or "://localhost" in host or "://[::1]" in host
+
     def _cache_pings_enabled(self) -> bool:
         mode = self._settings.llm.cache_keepalive
         if mode != "auto":
             return mode == "on"
-        base = (self._settings.llm.base_url or "").lower()
         # OpenAI keeps prefixes cached long enough on its own and each ping costs money;
         # a local server keeps its KV cache in process.  Relays and others: ping.
-        return bool(base) and "api.openai.com" not in base and "127.0.0.1" not in base \
-            and "localhost" not in base
+        return not self._is_local() and "api.openai.com" not in self._base_url.lower()
 
     async def _cache_keepalive(self) -> None:
         interval = self._settings.llm.cache_keepalive_interval_s
         while True:
             await asyncio.sleep(interval)
-            if self._tasks or self._client is None:
-                continue
-            with contextlib.suppress(LlmError):
-                await _drain(self._client.stream_chat(
-                    [*self._prompt.prefix_messages(), {"role": "user", "content": "ping"}],
-                    max_tokens=1, temperature=0.0, prompt_cache_key=self._cache_key))
+            if not self._tasks:
+                with contextlib.suppress(LlmError):
+                    await self._ping_cache()
+
+    async def _ping_cache(self) -> None:
+        """A one-token request with the stable prefix, so the provider (or llama.cpp's
+        KV cache) holds it when the next question comes."""
+        if self._client is None:
+            return
+        await _drain(self._client.stream_chat(
+            [*self._prompt.prefix_messages(), {"role": "user", "content": "ping"}],
+            max_tokens=1, temperature=0.0, prompt_cache_key=self._cache_key))
 
     def _emit(self, event: Event) -> None:
         self._bus.emit(event)

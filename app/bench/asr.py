@@ -8,6 +8,7 @@ own ``transcribe`` (30 s window, beam search) in the same run.
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import time
@@ -76,7 +77,7 @@ def _replay(settings: Settings, decoder: WhisperDecoder, clip: Clip) -> ClipResu
         result.final_latency = finals[-1].t - clip.speech_end_s
     partials = [e for e in events if isinstance(e, PartialEvent)]
     speaking = [p for p in partials if p.t <= clip.speech_end_s]
-    result.partial_gaps = [b.t - a.t for a, b in zip(speaking, speaking[1:], strict=False)]
+    result.partial_gaps = [b.t - a.t for a, b in itertools.pairwise(speaking)]
     result.partial_lags = [p.t - p.audio_end for p in partials]
     starts = [e.t for e in events if isinstance(e, VadEvent) and e.speech]
     if starts:  # the first partial counts from speech onset, so a slow first pass shows
@@ -105,8 +106,8 @@ def _summarise(settings: Settings, results: list[ClipResult]) -> dict[str, objec
         "endpoint_silence_ms": settings.turns.endpoint_silence_ms,
         "endpoint_question_silence_ms": settings.turns.endpoint_question_silence_ms,
         "asr_cpu_share": round(sum(r.decode_seconds for r in results) / wall, 4) if wall else None,
-        "process_cpu_share_of_all_cores": round(sum(r.cpu_seconds for r in results) / wall / (os.cpu_count() or 1), 4)
-        if wall else None,
+        "process_cpu_share_of_all_cores":
+            round(sum(r.cpu_seconds for r in results) / wall / (os.cpu_count() or 1), 4) if wall else None,
         "frames_dropped": sum(r.dropped_frames for r in results),
         "clips_split": sum(r.finals > 1 for r in results),
         "clips_missing_final": sum(r.finals == 0 for r in results),

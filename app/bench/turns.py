@@ -26,6 +26,7 @@ import subprocess
 import sys
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
 from app.answer.engine import Strategy
 from app.answer.similarity import words
@@ -73,7 +74,7 @@ class TurnResult:
     answer: str = field(default="", repr=False)
 
 
-def run(settings: Settings, args: argparse.Namespace) -> dict[str, object]:
+def run(settings: Settings, args: argparse.Namespace) -> dict[str, Any]:
     clips = load_corpus(args.corpus, args.limit)
     model = load_model(settings.asr.model, compute_type=settings.asr.compute_type,
                        cpu_threads=settings.asr.cpu_threads)
@@ -81,21 +82,29 @@ def run(settings: Settings, args: argparse.Namespace) -> dict[str, object]:
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]
     with _endpoint(args) as endpoint:
         print(f"endpoint: {endpoint.base_url} ({endpoint.model})", flush=True)
-        results = {mode: [_replay(settings, decoder, endpoint, clip, mode) for clip in clips] for mode in modes}
-    summary = {mode: _summarise(rs) for mode, rs in results.items()}
-    if "ours" in summary:
-        ours = summary["ours"]["response_latency_median_s"]
-        for base in ("naive", "seed"):
-            theirs = summary.get(base, {}).get("response_latency_median_s")
-            if isinstance(ours, float) and isinstance(theirs, float) and ours > 0:
-                summary[f"ratio_{base}_over_ours"] = {"response_latency_median": round(theirs / ours, 2)}
+        results = {mode: [_replay(settings, decoder, endpoint, clip, mode) for clip in clips]
+                   for mode in modes}
+    summary: dict[str, Any] = {mode: _summarise(rs) for mode, rs in results.items()}
+    summary["ratios"] = _ratios(summary)
     _print(results, summary)
     Path(args.out).mkdir(parents=True, exist_ok=True)
     target = Path(args.out) / "bench-turns.json"
-    target.write_text(json.dumps({"summary": summary, "endpoint": endpoint.base_url,
-                                  "turns": {m: [asdict(r) for r in rs] for m, rs in results.items()}}, indent=1))
+    turns = {m: [asdict(r) for r in rs] for m, rs in results.items()}
+    report = {"summary": summary, "endpoint": endpoint.base_url, "turns": turns}
+    target.write_text(json.dumps(report, indent=1))
     print(f"\nwritten: {target}")
     return summary
+
+
+def _ratios(summary: dict[str, Any]) -> dict[str, float]:
+    """Baseline median / ours median, for response latency: how many times faster we are."""
+    ours = summary.get("ours", {}).get("response_latency_median_s")
+    ratios: dict[str, float] = {}
+    for base in ("naive", "seed"):
+        theirs = summary.get(base, {}).get("response_latency_median_s")
+        if ours and theirs:
+            ratios[f"{base}/ours"] = round(theirs / ours, 2)
+    return ratios
 
 
 class _endpoint:
@@ -109,7 +118,8 @@ class _endpoint:
     def __enter__(self) -> Endpoint:
         args = self._args
         if args.base_url:
-            return Endpoint(args.base_url, args.api_key or "not-needed", args.model or "gpt-4o-mini", local=False)
+            return Endpoint(args.base_url, args.api_key or "not-needed", args.model or "gpt-4o-mini",
+                            local=False)
         if args.local:
             from app.llm.local_server import LocalServer
 
@@ -131,7 +141,8 @@ class _endpoint:
             self._local.stop()  # type: ignore[attr-defined]
 
 
-def _replay(settings: Settings, decoder: WhisperDecoder, endpoint: Endpoint, clip: Clip, mode: str) -> TurnResult:
+def _replay(settings: Settings, decoder: WhisperDecoder, endpoint: Endpoint, clip: Clip,
+            mode: str) -> TurnResult:
     strategy, options = MODES[mode]
     events: list[Event] = []
     bus = EventBus()
@@ -180,7 +191,7 @@ def _score(events: list[Event], clip: Clip, mode: str) -> TurnResult:
     return result
 
 
-def _summarise(results: list[TurnResult]) -> dict[str, object]:
+def _summarise(results: list[TurnResult]) -> dict[str, Any]:
     latencies = [r.response_latency for r in results if r.response_latency is not None]
     from_final = [r.final_to_first_token for r in results if r.final_to_first_token is not None]
     decided = sum(r.hits + r.misses for r in results)
@@ -200,16 +211,14 @@ def _summarise(results: list[TurnResult]) -> dict[str, object]:
     }
 
 
-def _print(results: dict[str, list[TurnResult]], summary: dict[str, dict[str, object]]) -> None:
-    print()
-    header = f"{'mode':<6} {'resp med':>9} {'resp p95':>9} {'fin→tok med':>11} {'hit':>6} {'req/turn':>8} " \
-             f"{'wasted':>7} {'wrong':>5}"
-    print(header)
+def _print(results: dict[str, list[TurnResult]], summary: dict[str, Any]) -> None:
+    print(f"\n{'mode':<6} {'resp med':>9} {'resp p95':>9} {'fin→tok med':>11} {'fin→tok p95':>11} "
+          f"{'hit':>6} {'req/turn':>8} {'wasted':>7} {'wrong':>5}")
     for mode in results:
         s = summary[mode]
-        print(f"{mode:<6} {ms(s['response_latency_median_s']):>9} {ms(s['response_latency_p95_s']):>9} "  # type: ignore[arg-type]
-              f"{ms(s['final_to_first_token_median_s']):>11} {s['speculation_hit_rate']!s:>6} "  # type: ignore[arg-type]
-              f"{s['requests_per_turn']!s:>8} {s['wasted_tokens']!s:>7} {s['wrong_answers_shown']!s:>5}")
-    for key, value in summary.items():
-        if key.startswith("ratio_"):
-            print(f"{key}: {value}")
+        print(f"{mode:<6} {ms(s['response_latency_median_s']):>9} {ms(s['response_latency_p95_s']):>9} "
+              f"{ms(s['final_to_first_token_median_s']):>11} {ms(s['final_to_first_token_p95_s']):>11} "
+              f"{s['speculation_hit_rate']!s:>6} {s['requests_per_turn']!s:>8} {s['wasted_tokens']!s:>7} "
+              f"{s['wrong_answers_shown']!s:>5}")
+    for name, ratio in summary["ratios"].items():
+        print(f"response latency median, {name}: {ratio}x")

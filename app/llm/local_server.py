@@ -19,7 +19,6 @@ import importlib.util
 import os
 import socket
 import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -28,6 +27,7 @@ from typing import IO, Self
 
 import httpx2
 
+from app.llm.bundle_server import llama_server_command
 from app.llm.errors import LlmError
 
 GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -117,8 +117,7 @@ class LocalServer:
             os.close(fd)
             self.log_path = Path(name)
         self._log = open(self.log_path, "wb")  # noqa: SIM115 - lives as long as the process
-        cmd = [
-            sys.executable, "-m", "llama_cpp.server",
+        cmd = llama_server_command([
             "--model", str(model),
             "--model_alias", self.model,
             "--host", "127.0.0.1",
@@ -128,7 +127,7 @@ class LocalServer:
             "--n_threads_batch", str(self.n_threads),
             "--interrupt_requests", "True",
             "--verbose", "False",
-        ]  # fmt: skip
+        ])  # fmt: skip
         self._proc = subprocess.Popen(
             cmd,
             stdin=subprocess.DEVNULL,

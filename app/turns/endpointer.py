@@ -146,7 +146,8 @@ class Endpointer:
                 return True
             if not head[-1].isspace() and head[-1] not in _BOUNDARY:
                 continue  # inside a longer word: "outright"
-            if " " in word or head.rstrip()[-1:] in _BOUNDARY or (tag.endswith("?") and lowered.endswith("?")):
+            after_boundary = head.rstrip()[-1:] in _BOUNDARY
+            if " " in word or after_boundary or (tag.endswith("?") and lowered.endswith("?")):
                 return True
         return False
 

@@ -1,0 +1,128 @@
+"""The self-test and About text, from the source tree (the bundle: tests/test_bundle.py)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+from app import __version__, selftest
+from app.about import about_text, component_versions
+from app.llm import bundle_server
+from app.selftest import CheckFailed, Skipped, find_asset, run_check, run_self_test
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def _pass() -> str:
+    return "fine"
+
+
+def _fail() -> str:
+    raise CheckFailed("broken", "do this")
+
+
+def _skip() -> str:
+    raise Skipped("not bundled")
+
+
+def _crash() -> str:
+    raise RuntimeError("boom")
+
+
+def test_run_check_maps_outcomes() -> None:
+    assert run_check("a", _pass).status == "PASS"
+    failed = run_check("b", _fail)
+    assert (failed.status, failed.detail, failed.fix, failed.ok) == ("FAIL", "broken", "do this", False)
+    skipped = run_check("c", _skip)
+    assert (skipped.status, skipped.ok) == ("SKIP", True)
+    crashed = run_check("d", _crash)
+    assert crashed.status == "FAIL" and "RuntimeError: boom" in crashed.detail and crashed.fix
+    assert "fix: do this" in failed.line()
+
+
+def test_exit_code_and_lines(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setattr(selftest, "CHECKS", [("one", _pass), ("two", _skip)])
+    assert run_self_test([]) == 0
+    out = capsys.readouterr().out
+    assert "PASS one" in out and "SKIP two" in out and "all checks passed" in out
+    assert f"app {__version__}" in out
+
+    monkeypatch.setattr(selftest, "CHECKS", [("one", _pass), ("two", _fail)])
+    assert run_self_test([]) == 1
+    out = capsys.readouterr().out
+    assert "FAIL two" in out and "fix: do this" in out and "FAILED: two" in out
+
+
+def test_json_report(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setattr(selftest, "CHECKS", [("one", _pass), ("two", _fail), ("three", _pass)])
+    assert run_self_test(["--json", "--only", "one,three"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["ok"] is True
+    assert [c["name"] for c in report["checks"]] == ["one", "three"]
+    assert report["versions"]["app"] == __version__
+
+
+def test_options_after_the_cli_command(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sys, "argv", ["interview-copilot", "self-test", "--json"])
+    assert selftest._argv_after_command() == ["--json"]
+
+
+def test_demo_clip_found_in_source_tree_and_bundle(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    assert find_asset("demo.wav") == REPO / "assets" / "demo.wav"
+    (tmp_path / "assets").mkdir()
+    shutil.copy(REPO / "assets" / "demo.wav", tmp_path / "assets" / "demo.wav")
+    monkeypatch.setattr(sys, "_MEIPASS", str(tmp_path), raising=False)
+    assert find_asset("demo.wav") == tmp_path / "assets" / "demo.wav"
+    assert find_asset("nothing.wav") is None
+
+
+def test_asr_check_transcribes_the_demo() -> None:
+    result = run_check("asr", selftest.check_asr)
+    assert result.status == "PASS", result.line()
+
+
+def test_missing_clip_is_a_failure_with_a_fix(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(selftest, "find_asset", lambda name: None)
+    result = run_check("vad", selftest.check_vad)
+    assert result.status == "FAIL" and "demo.wav not found" in result.detail and result.fix
+
+
+@pytest.mark.parametrize("name", ["vad", "qt", "audio"])
+def test_vad_qt_and_audio_checks(name: str) -> None:
+    result = run_check(name, dict(selftest.CHECKS)[name])
+    assert result.status == "PASS", result.line()
+
+
+def test_llm_check_skips_when_not_installed(monkeypatch: pytest.MonkeyPatch) -> None:
+    import app.llm.local_server as local_server
+
+    monkeypatch.setattr(local_server, "llama_cpp_available", lambda: False)
+    result = run_check("llm", selftest.check_llm)
+    assert result.status == "SKIP" and "not bundled" in result.detail
+
+
+def test_llama_server_command(monkeypatch: pytest.MonkeyPatch) -> None:
+    args = ["--model", "m.gguf", "--port", "1"]
+    assert bundle_server.llama_server_command(args) == [sys.executable, "-m", "llama_cpp.server", *args]
+    monkeypatch.setattr(sys, "frozen", True, raising=False)
+    assert bundle_server.llama_server_command(args) == [sys.executable, "--run-llama-server", *args]
+    assert bundle_server.server_args(["--run-llama-server", *args]) == args
+    assert bundle_server.server_args(["-m", "llama_cpp.server", *args]) == args
+    assert bundle_server.server_args(["self-test"]) is None
+    assert bundle_server.server_args([]) is None
+
+
+def test_about_text_lists_versions_and_licences() -> None:
+    text = about_text()
+    assert f"Interview Copilot {__version__}" in text
+    assert "Whisper tiny.en" in text and "MIT" in text
+    versions = component_versions()
+    for name in ("faster-whisper", "ctranslate2", "PySide6", "openai", "llama-cpp-python"):
+        assert name in versions
+        assert f"{name} {versions[name]}" in text
+    if versions["llama-cpp-python"] != "not bundled":
+        assert "SmolLM2-135M-Instruct" in text and "Apache-2.0" in text
