@@ -129,6 +129,7 @@ def _build(settings: Settings, args: argparse.Namespace, *, answers: bool) -> Co
 
 
 def _run(copilot: Copilot, args: argparse.Namespace) -> None:
+    from app.audio import AudioError
     from app.llm.errors import LlmError
 
     try:
@@ -137,7 +138,7 @@ def _run(copilot: Copilot, args: argparse.Namespace) -> None:
         else:
             copilot.start()
             _wait_for_interrupt()
-    except LlmError as exc:
+    except (LlmError, AudioError) as exc:
         raise FatalError(str(exc)) from exc
     finally:
         copilot.shutdown()

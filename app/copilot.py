@@ -16,7 +16,7 @@ from pathlib import Path
 from app.answer.engine import AnswerEngine, Strategy
 from app.asr.decoder import WhisperDecoder
 from app.asr.model import load_model
-from app.audio import AudioSource, source_from_config
+from app.audio import AudioError, AudioSource, source_from_config
 from app.clock import SessionClock
 from app.config import Settings
 from app.events import ErrorEvent, EventBus, StatusEvent
@@ -92,17 +92,23 @@ class Copilot:
 
     def start(self) -> None:
         with self._lock:
-            if self._transcriber is not None:
-                return
-            if self._answers and self._engine is None:
+            self._start(strict=False)
+
+    def _start(self, *, strict: bool) -> None:
+        if self._transcriber is not None:
+            return
+        source = self._open_source(strict=strict)
+        if source is None:
+            return
+        if self._answers and self._engine is None:
+            try:
                 self._engine = self._start_engine()
-            source = self._open_source()
-            if source is None:
-                return
-            self._transcriber = Transcriber(source, self._decoder, self.settings, self.bus, self.clock,
-                                            self._options)
-            self._transcriber.start()
-            self._status("audio", f"listening to {source.name}")
+            except LlmError:
+                pass  # already reported; captions still work without answers
+        self._transcriber = Transcriber(source, self._decoder, self.settings, self.bus, self.clock,
+                                        self._options)
+        self._transcriber.start()
+        self._status("audio", f"listening to {source.name}")
 
     def stop(self) -> None:
         with self._lock:
@@ -148,8 +154,12 @@ class Copilot:
     # --- replays -------------------------------------------------------------------------
 
     def run_file(self, timeout: float = 600.0) -> None:
-        """Play the whole file, then wait for the last final and the last answer."""
-        self.start()
+        """Play the whole file, then wait for the last final and the last answer.
+
+        Raises AudioError when the file cannot be played: a replay has nothing else to do.
+        """
+        with self._lock:
+            self._start(strict=True)
         if self._transcriber is not None:
             self._transcriber.finish(timeout)
         if self._engine is not None:
@@ -165,13 +175,13 @@ class Copilot:
 
     # --- parts -----------------------------------------------------------------------------
 
-    def _open_source(self) -> AudioSource | None:
-        from app.audio import AudioError
-
+    def _open_source(self, *, strict: bool) -> AudioSource | None:
         try:
             return source_from_config(self.settings.audio, self.clock, file=self._audio_file,
                                       speed=self._speed)
         except AudioError as exc:
+            if strict:
+                raise
             self.bus.emit(ErrorEvent(t=self.clock.now(), stage="audio", message=str(exc)))
             return None
 
@@ -200,7 +210,8 @@ class Copilot:
         try:
             url = server.start()
         except LlmError as exc:
-            self.bus.emit(ErrorEvent(t=self.clock.now(), stage="llm", message=str(exc)))
+            self.bus.emit(ErrorEvent(t=self.clock.now(), stage="llm",
+                                     message=f"{exc} Captions keep working; answers need an endpoint."))
             raise
         self._local_server = server
         return Endpoint(url, "local", LOCAL_MODEL, local=True)

@@ -1,0 +1,92 @@
+"""``interview-copilot listen --headless``: the whole pipeline as a user runs it."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from app.llm.fake_server import FakeServer, Profile
+from app.llm.local_server import llama_cpp_available
+from tests.speech import concat, synth
+
+
+def run_listen(args: list[str], home: Path, timeout: float = 180) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "COPILOT_", "INTERVIEW_COPILOT_"))}
+    env.update(HOME=str(home), XDG_CONFIG_HOME=str(home / "config"), XDG_DATA_HOME=str(home / "data"),
+               PYTHON_KEYRING_BACKEND="keyring.backends.null.Keyring")
+    return subprocess.run([sys.executable, "-m", "app", "listen", "--headless", *args],
+                          capture_output=True, text=True, timeout=timeout, env=env)
+
+
+def events_of(stdout: str) -> list[dict[str, object]]:
+    return [json.loads(line) for line in stdout.splitlines() if line.startswith("{")]
+
+
+@pytest.fixture
+def server() -> Iterator[FakeServer]:
+    with FakeServer(Profile(ttft=0.05, tokens_per_s=200, answer_tokens=15), api_key="sk-good") as s:
+        yield s
+
+
+@pytest.fixture(scope="module")
+def two_questions() -> Path:
+    return concat([synth("Why are you interested in this role?", tail_s=0.0), 2.0,
+                   synth("What is your biggest weakness?", lead_s=0.0)], "listen-two-questions")
+
+
+def test_answers_stream_from_an_openai_compatible_endpoint(server: FakeServer, two_questions: Path,
+                                                           tmp_path: Path) -> None:
+    out = run_listen(["--audio", str(two_questions), "--speed", "2", "--events", "-",
+                      "--base-url", server.start(), "--api-key", "sk-good", "--model", "gpt-4o-mini"], tmp_path)
+    assert out.returncode == 0, out.stderr
+    events = events_of(out.stdout)
+    finals = [e for e in events if e["event"] == "final"]
+    done = [e for e in events if e["event"] == "answer_done"]
+    assert len(finals) == 2 and len(done) == 2
+    shown = {turn: "".join(str(e["text"]) for e in events if e["event"] == "token" and e["turn"] == turn)
+             for turn in (1, 2)}
+    assert "weakness" in shown[2].lower() and "interested" in shown[1].lower()
+    assert server.connections_accepted <= 2  # pre-warmed pool, reused all session
+
+
+def test_a_wrong_key_says_so_and_the_transcript_goes_on(server: FakeServer, two_questions: Path,
+                                                        tmp_path: Path) -> None:
+    out = run_listen(["--audio", str(two_questions), "--speed", "2", "--base-url", server.start(),
+                      "--api-key", "sk-wrong-123", "--model", "gpt-4o-mini"], tmp_path)
+    assert out.returncode == 0
+    assert "Q: " in out.stdout and "weakness" in out.stdout.lower()
+    assert "key" in out.stdout.lower() and "sk-wrong-123" not in out.stdout + out.stderr
+    assert "Traceback" not in out.stderr
+
+
+def test_a_dead_endpoint_says_so_and_the_transcript_goes_on(two_questions: Path, tmp_path: Path) -> None:
+    out = run_listen(["--audio", str(two_questions), "--speed", "2", "--base-url", "http://127.0.0.1:9/v1",
+                      "--api-key", "x", "--model", "gpt-4o-mini"], tmp_path)
+    assert out.returncode == 0
+    assert "weakness" in out.stdout.lower()
+    assert "127.0.0.1:9" in out.stdout and "Traceback" not in out.stderr
+
+
+def test_a_missing_audio_file_is_a_clear_fatal_error(tmp_path: Path) -> None:
+    out = run_listen(["--audio", str(tmp_path / "missing.wav"), "--base-url", "http://127.0.0.1:9/v1"], tmp_path)
+    assert out.returncode != 0
+    assert "missing.wav" in out.stderr + out.stdout and "Traceback" not in out.stderr
+
+
+@pytest.mark.local_llm
+@pytest.mark.skipif(not llama_cpp_available(), reason="the [local] extra (llama-cpp-python) is not installed")
+def test_with_no_key_the_embedded_local_llm_answers(tmp_path: Path) -> None:
+    clip = synth("Why are you interested in this role?")
+    out = run_listen(["--audio", str(clip), "--events", "-"], tmp_path)
+    assert out.returncode == 0, out.stderr
+    events = events_of(out.stdout)
+    assert any(e["event"] == "status" and "local" in str(e["message"]) for e in events)
+    tokens = [e for e in events if e["event"] == "token"]
+    assert tokens and "".join(str(e["text"]) for e in tokens).strip()
+    assert [e for e in events if e["event"] == "answer_done"]
