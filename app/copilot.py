@@ -6,6 +6,7 @@ to it through :class:`app.controller.Controller`; nothing here knows about Qt.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import threading
@@ -101,10 +102,8 @@ class Copilot:
         if source is None:
             return
         if self._answers and self._engine is None:
-            try:
+            with contextlib.suppress(LlmError):  # reported; captions work without answers
                 self._engine = self._start_engine()
-            except LlmError:
-                pass  # already reported; captions still work without answers
         self._transcriber = Transcriber(source, self._decoder, self.settings, self.bus, self.clock,
                                         self._options)
         self._transcriber.start()

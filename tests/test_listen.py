@@ -17,7 +17,8 @@ from tests.speech import concat, synth
 
 
 def run_listen(args: list[str], home: Path, timeout: float = 180) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "COPILOT_", "INTERVIEW_COPILOT_"))}
+    ours = ("OPENAI_", "COPILOT_", "INTERVIEW_COPILOT_")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(ours)}
     env.update(HOME=str(home), XDG_CONFIG_HOME=str(home / "config"), XDG_DATA_HOME=str(home / "data"),
                PYTHON_KEYRING_BACKEND="keyring.backends.null.Keyring")
     return subprocess.run([sys.executable, "-m", "app", "listen", "--headless", *args],
@@ -42,8 +43,8 @@ def two_questions() -> Path:
 
 def test_answers_stream_from_an_openai_compatible_endpoint(server: FakeServer, two_questions: Path,
                                                            tmp_path: Path) -> None:
-    out = run_listen(["--audio", str(two_questions), "--speed", "2", "--events", "-",
-                      "--base-url", server.start(), "--api-key", "sk-good", "--model", "gpt-4o-mini"], tmp_path)
+    endpoint = ["--base-url", server.start(), "--api-key", "sk-good", "--model", "gpt-4o-mini"]
+    out = run_listen(["--audio", str(two_questions), "--speed", "2", "--events", "-", *endpoint], tmp_path)
     assert out.returncode == 0, out.stderr
     events = events_of(out.stdout)
     finals = [e for e in events if e["event"] == "final"]
@@ -74,7 +75,8 @@ def test_a_dead_endpoint_says_so_and_the_transcript_goes_on(two_questions: Path,
 
 
 def test_a_missing_audio_file_is_a_clear_fatal_error(tmp_path: Path) -> None:
-    out = run_listen(["--audio", str(tmp_path / "missing.wav"), "--base-url", "http://127.0.0.1:9/v1"], tmp_path)
+    missing = str(tmp_path / "missing.wav")
+    out = run_listen(["--audio", missing, "--base-url", "http://127.0.0.1:9/v1"], tmp_path)
     assert out.returncode != 0
     assert "missing.wav" in out.stderr + out.stdout and "Traceback" not in out.stderr
 
