@@ -100,6 +100,11 @@ class Transcriber:
             self._handle(decisions)
 
     @property
+    def overflows(self) -> int:
+        """Audio blocks the source lost (a device that could not keep up)."""
+        return self._source.overflows
+
+    @property
     def passes(self) -> int:
         return self._recognizer.passes
 

@@ -251,4 +251,4 @@ def test_frames_arrive_on_the_source_thread(tmp_path: Path) -> None:
     source = FileSource(path, SessionClock(), speed=0)
     source.start(lambda _: threads.add(threading.current_thread().name), lambda _: None)
     assert source.wait(5)
-    assert threads == {"audio-file:a.wav"}
+    assert threads == {"audio:a.wav"}

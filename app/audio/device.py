@@ -34,7 +34,7 @@ import numpy as np
 import numpy.typing as npt
 import sounddevice as sd
 
-from app.audio.frames import AudioFrame, ErrorHandler, FrameHandler
+from app.audio.frames import AudioFrame, ErrorHandler, FrameHandler, ThreadedSource
 from app.audio.resample import AudioError, Converter, FrameChunker
 from app.clock import SessionClock
 
@@ -243,19 +243,17 @@ _Item = tuple[int, float, npt.NDArray[np.float32] | None]
 """(stream generation, arrival time, block); block None = PortAudio finished the stream."""
 
 
-class DeviceSource:
+class DeviceSource(ThreadedSource):
     """A PortAudio input as an :class:`~app.audio.frames.AudioSource`."""
 
     def __init__(self, device: str | int | None, clock: SessionClock,
                  kind: DeviceKind = "mic") -> None:
+        super().__init__()
         self.kind = kind
         self._target = _resolve(device)
         self.name = self._target.label
         self._clock = clock
         self._queue: queue.SimpleQueue[_Item] = queue.SimpleQueue()
-        self._stop = threading.Event()
-        self._done = threading.Event()
-        self._thread: threading.Thread | None = None
         self._stream: Any = None  # sd.InputStream while open
         self._generation = 0
         self._overflows = 0
@@ -266,22 +264,6 @@ class DeviceSource:
     @property
     def overflows(self) -> int:
         return self._overflows
-
-    def start(self, on_frame: FrameHandler, on_error: ErrorHandler) -> None:
-        if self._thread is not None:
-            raise RuntimeError("DeviceSource.start() called twice")
-        self._thread = threading.Thread(target=self._run, args=(on_frame, on_error),
-                                        name=f"audio-device:{self.name}", daemon=True)
-        self._thread.start()
-
-    def stop(self) -> None:
-        self._stop.set()
-        if self._thread is not None and self._thread is not threading.current_thread():
-            self._thread.join(timeout=5.0)
-        self._done.set()
-
-    def wait(self, timeout: float | None = None) -> bool:
-        return self._done.wait(timeout)
 
     # --- PortAudio thread: copy and go ---------------------------------------------------
 

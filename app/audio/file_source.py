@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import math
 import struct
-import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -32,6 +31,7 @@ from app.audio.frames import (
     ErrorHandler,
     FrameHandler,
     Samples,
+    ThreadedSource,
 )
 from app.audio.resample import AudioError, Converter, FrameChunker
 from app.clock import SessionClock
@@ -202,7 +202,7 @@ def _is_riff(path: Path) -> bool:
         return f.read(4) in (b"RIFF", b"RF64")
 
 
-class FileSource:
+class FileSource(ThreadedSource):
     """Plays a recording into the pipeline on its own thread, at ``speed`` x real time.
 
     ``speed`` 0 or infinity means as fast as the consumer takes frames; the session clock
@@ -210,7 +210,10 @@ class FileSource:
     seconds (there is no meaningful "audio now" to compare them with).
     """
 
+    _JOIN_TIMEOUT = 2.0
+
     def __init__(self, path: str | Path, clock: SessionClock, speed: float = 1.0) -> None:
+        super().__init__()
         self.path = Path(path)
         self.name = self.path.name
         if math.isnan(speed) or speed < 0:
@@ -218,9 +221,6 @@ class FileSource:
         self.speed = math.inf if speed == 0 else speed
         self._clock = clock
         self._wav = self._probe()
-        self._stop = threading.Event()
-        self._done = threading.Event()
-        self._thread: threading.Thread | None = None
         self.frames_delivered = 0
 
     def _probe(self) -> WavInfo | None:
@@ -242,23 +242,6 @@ class FileSource:
     @property
     def overflows(self) -> int:
         return 0
-
-    def start(self, on_frame: FrameHandler, on_error: ErrorHandler) -> None:
-        if self._thread is not None:
-            raise RuntimeError("FileSource.start() called twice")
-        self._thread = threading.Thread(
-            target=self._run, args=(on_frame, on_error), name=f"audio-file:{self.name}", daemon=True
-        )
-        self._thread.start()
-
-    def stop(self) -> None:
-        self._stop.set()
-        if self._thread is not None and self._thread is not threading.current_thread():
-            self._thread.join(timeout=2.0)
-        self._done.set()
-
-    def wait(self, timeout: float | None = None) -> bool:
-        return self._done.wait(timeout)
 
     def frames(self) -> Iterator[AudioFrame]:
         """Every frame of the file, unpaced, last one zero-padded."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
@@ -54,3 +55,38 @@ class AudioSource(Protocol):
 
     @property
     def overflows(self) -> int: ...
+
+
+class ThreadedSource:
+    """The thread lifecycle every source shares: one producer thread, stop, wait.
+
+    Subclasses set ``name`` and implement ``_run``, which delivers frames until
+    ``self._stop`` is set or the input ends, and must set ``self._done`` when it returns.
+    """
+
+    name: str
+    _JOIN_TIMEOUT = 5.0
+
+    def __init__(self) -> None:
+        self._stop = threading.Event()
+        self._done = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def start(self, on_frame: FrameHandler, on_error: ErrorHandler) -> None:
+        if self._thread is not None:
+            raise RuntimeError(f"{type(self).__name__}.start() called twice")
+        self._thread = threading.Thread(target=self._run, args=(on_frame, on_error),
+                                        name=f"audio:{self.name}", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None and self._thread is not threading.current_thread():
+            self._thread.join(timeout=self._JOIN_TIMEOUT)
+        self._done.set()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        return self._done.wait(timeout)
+
+    def _run(self, on_frame: FrameHandler, on_error: ErrorHandler) -> None:
+        raise NotImplementedError

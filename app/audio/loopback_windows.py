@@ -11,13 +11,12 @@ wall-clock pace, keeping frame times on the session clock.
 
 from __future__ import annotations
 
-import threading
 import time
 from typing import Any
 
 import numpy as np
 
-from app.audio.frames import SAMPLE_RATE, AudioFrame, ErrorHandler, FrameHandler
+from app.audio.frames import SAMPLE_RATE, AudioFrame, ErrorHandler, FrameHandler, ThreadedSource
 from app.audio.resample import Converter, FrameChunker
 from app.clock import SessionClock
 
@@ -29,36 +28,18 @@ SILENCE_FILL_AFTER = 0.1
 _FIX = "check the default playback device in Windows sound settings"
 
 
-class WasapiLoopbackSource:
+class WasapiLoopbackSource(ThreadedSource):
     """The default speaker's loopback as an :class:`~app.audio.frames.AudioSource`."""
 
     def __init__(self, clock: SessionClock) -> None:
+        super().__init__()
         self.name = "default speaker (loopback)"
         self._clock = clock
-        self._stop = threading.Event()
-        self._done = threading.Event()
-        self._thread: threading.Thread | None = None
         self._chunker = FrameChunker()
 
     @property
     def overflows(self) -> int:
         return 0  # WASAPI shared-mode capture reports discontinuities, not overflows
-
-    def start(self, on_frame: FrameHandler, on_error: ErrorHandler) -> None:
-        if self._thread is not None:
-            raise RuntimeError("WasapiLoopbackSource.start() called twice")
-        self._thread = threading.Thread(target=self._run, args=(on_frame, on_error),
-                                        name="audio-loopback", daemon=True)
-        self._thread.start()
-
-    def stop(self) -> None:
-        self._stop.set()
-        if self._thread is not None and self._thread is not threading.current_thread():
-            self._thread.join(timeout=5.0)
-        self._done.set()
-
-    def wait(self, timeout: float | None = None) -> bool:
-        return self._done.wait(timeout)
 
     def _run(self, on_frame: FrameHandler, on_error: ErrorHandler) -> None:
         reported = False

@@ -66,10 +66,11 @@ def _replay(settings: Settings, decoder: WhisperDecoder, clip: Clip) -> ClipResu
     copilot.run_file()
     transcriber = copilot.transcriber
     decode = transcriber.decode_seconds if transcriber else 0.0
+    dropped = transcriber.overflows if transcriber else 0
     copilot.shutdown()
     result = ClipResult(file=clip.path.name, reference=clip.text, final="", offline="", final_latency=None,
                         decode_seconds=decode, wall_seconds=time.monotonic() - wall,
-                        cpu_seconds=time.process_time() - cpu)
+                        cpu_seconds=time.process_time() - cpu, dropped_frames=dropped)
     finals = [e for e in events if isinstance(e, FinalEvent)]
     result.final = " ".join(f.text for f in finals)
     result.finals = len(finals)
