@@ -25,7 +25,7 @@ from app.llm.client import LlmClient
 from app.llm.errors import LlmError
 from app.pipeline import Transcriber, TranscriberOptions
 from app.prompt.builder import PromptBuilder
-from app.prompt.documents import DocumentError, load_prompt_documents
+from app.prompt.documents import DocumentError, load_job_description, load_resume
 from app.secrets import SecretStoreError, get_api_key
 
 log = logging.getLogger(__name__)
@@ -216,11 +216,16 @@ class Copilot:
         return Endpoint(url, "local", LOCAL_MODEL, local=True)
 
     def _prompt(self) -> PromptBuilder:
-        try:
-            resume, job = load_prompt_documents(self.settings.prompt)
-        except DocumentError as exc:
-            self.bus.emit(ErrorEvent(t=self.clock.now(), stage="prompt", message=str(exc)))
-            resume = job = None
+        """The prompt for this session; a bad résumé or job file is reported and skipped."""
+        texts: list[str | None] = []
+        for path, loader in ((self.settings.prompt.resume_file, load_resume),
+                             (self.settings.prompt.job_description_file, load_job_description)):
+            try:
+                texts.append(loader(path) if path else None)
+            except DocumentError as exc:
+                self.bus.emit(ErrorEvent(t=self.clock.now(), stage="prompt", message=str(exc)))
+                texts.append(None)
+        resume, job = texts
         return PromptBuilder(self.settings.prompt.system_prompt, resume, job, self.settings.asr.language)
 
     def _status(self, stage: str, message: str) -> None:

@@ -6,6 +6,7 @@ import numpy as np
 
 from app.asr.decoder import WhisperDecoder
 from app.asr.guards import cut_repetition, is_hallucination
+from app.asr.model import ModelError
 from app.asr.stabilizer import LocalAgreement
 from app.bench.corpus import wer
 from tests.speech import read_wav, synth
@@ -30,7 +31,7 @@ def test_white_noise_gives_no_transcript(decoder: WhisperDecoder) -> None:
 def test_english_only_model_refuses_another_language(whisper_model: object) -> None:
     import pytest
 
-    with pytest.raises(ValueError, match="multilingual"):
+    with pytest.raises(ModelError, match="multilingual"):
         WhisperDecoder(whisper_model, "zh")  # type: ignore[arg-type]
 
 

@@ -9,14 +9,12 @@ from pathlib import Path
 import pypdf
 import pytest
 
-from app.config import PromptConfig
 from app.prompt.documents import (
     TRUNCATION_MARKER,
     DocumentError,
     cap_text,
     load_document,
     load_job_description,
-    load_prompt_documents,
     load_resume,
 )
 
@@ -142,13 +140,6 @@ def test_cap_text_prefers_paragraph_then_sentence_then_space() -> None:
     no_spaces = "x" * 300
     hard = "x" * (100 - len(TRUNCATION_MARKER) - 1)
     assert cap_text(no_spaces, 100) == hard + "\n" + TRUNCATION_MARKER
-
-
-def test_load_prompt_documents_from_settings(tmp_path: Path) -> None:
-    cv = tmp_path / "cv.txt"
-    cv.write_text("Jane Doe, engineer", encoding="utf-8")
-    assert load_prompt_documents(PromptConfig(resume_file=str(cv))) == ("Jane Doe, engineer", None)
-    assert load_prompt_documents(PromptConfig()) == (None, None)
 
 
 def _error(path: Path, label: str = "résumé") -> DocumentError:

@@ -23,6 +23,8 @@ import numpy.typing as npt
 from faster_whisper import WhisperModel
 from faster_whisper.tokenizer import Tokenizer
 
+from app.asr.model import ModelError
+
 SAMPLE_RATE = 16_000
 HOP = 160  # samples per mel frame
 FULL_FRAMES = 3000  # Whisper's 30 s window
@@ -54,7 +56,7 @@ class WhisperDecoder:
         self._model = model
         multilingual = bool(model.model.is_multilingual)
         if not multilingual and language != "en":
-            raise ValueError(f"this Whisper model is English-only; language {language!r} needs a "
+            raise ModelError(f"this Whisper model is English-only; language {language!r} needs a "
                              "multilingual model (e.g. --asr-model small)")
         self._tokenizer = Tokenizer(model.hf_tokenizer, multilingual, task="transcribe",
                                     language=language if multilingual else "en")

@@ -13,8 +13,6 @@ import re
 from collections import Counter
 from pathlib import Path
 
-from app.config import PromptConfig
-
 RESUME_MAX_CHARS = 6000
 JOB_DESCRIPTION_MAX_CHARS = 3000
 TRUNCATION_MARKER = "[…truncated]"
@@ -54,25 +52,6 @@ def load_resume(path: str | Path, max_chars: int = RESUME_MAX_CHARS) -> str:
 
 def load_job_description(path: str | Path, max_chars: int = JOB_DESCRIPTION_MAX_CHARS) -> str:
     return load_document(path, max_chars=max_chars, label="job description")
-
-
-def load_prompt_documents(
-    config: PromptConfig,
-    *,
-    resume_max_chars: int = RESUME_MAX_CHARS,
-    job_description_max_chars: int = JOB_DESCRIPTION_MAX_CHARS,
-) -> tuple[str | None, str | None]:
-    """The (résumé, job description) named in settings; None where no file is set.
-
-    Raises :class:`DocumentError` for the first unusable file, so Settings can point at it.
-    """
-    resume = load_resume(config.resume_file, resume_max_chars) if config.resume_file else None
-    jd = (
-        load_job_description(config.job_description_file, job_description_max_chars)
-        if config.job_description_file
-        else None
-    )
-    return resume, jd
 
 
 def load_document(path: str | Path, *, max_chars: int, label: str = "document") -> str:
