@@ -23,6 +23,7 @@ from app.config import ConfigProblem, Settings, load_settings
 
 if TYPE_CHECKING:
     from app.copilot import Copilot
+    from app.tracing import TurnTracer
 
 DEMO_AUDIO = Path(__file__).resolve().parent.parent / "assets" / "demo.wav"
 
@@ -33,6 +34,10 @@ def main(argv: list[str] | None = None) -> int:
         from app.selftest import run_self_test
 
         return run_self_test(argv[1:])
+    if argv[:1] == ["doctor"]:  # likewise: doctor has its own parser
+        from app.doctor import run_doctor
+
+        return run_doctor(argv[1:])
     args = _parser().parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     if getattr(args, "list_devices", False):
@@ -81,13 +86,21 @@ def _transcribe(settings: Settings, args: argparse.Namespace) -> int:
 
 
 def _listen(settings: Settings, args: argparse.Namespace) -> int:
+    from app.sessions import SessionLog
+
     copilot = _build(settings, args, answers=True)
-    with _event_output(args.events) as stream:
-        if stream is not None:
-            _subscribe_jsonl(copilot, stream)
-        if stream is not sys.stdout:
-            copilot.bus.subscribe(_LiveTranscript(sys.stdout, answers=True))
-        _run(copilot, args)
+    log = SessionLog()  # every question and answer is on disk as it happens
+    log.attach(copilot.bus)
+    try:
+        with _event_output(args.events) as stream:
+            if stream is not None:
+                _subscribe_jsonl(copilot, stream)
+            if stream is not sys.stdout:
+                copilot.bus.subscribe(_LiveTranscript(sys.stdout, answers=True))
+            _run(copilot, args)
+    finally:
+        log.close()
+        print(f"session saved: {log.path}", file=sys.stderr)
     return 0
 
 
@@ -98,13 +111,9 @@ def _window(settings: Settings, args: argparse.Namespace, problems: list[ConfigP
         if not (getattr(args, "audio", None) or getattr(args, "mic", False) or getattr(args, "device", None)):
             args.audio = str(DEMO_AUDIO)
         return _listen(settings, args)
-    from app.sessions import SessionLog
     from app.ui.app import run_window
 
-    copilot = _build(settings, args, answers=True)
-    log = SessionLog.create()
-    copilot.bus.subscribe(log)
-    return run_window(copilot, settings, problems=problems, session_log=log)
+    return run_window(_build(settings, args, answers=True), settings, problems=problems)
 
 
 # --- helpers -----------------------------------------------------------------------------------
@@ -132,6 +141,7 @@ def _run(copilot: Copilot, args: argparse.Namespace) -> None:
     from app.audio import AudioError
     from app.llm.errors import LlmError
 
+    tracer = _tracer(copilot, args)
     try:
         if getattr(args, "audio", None):
             copilot.run_file()
@@ -142,6 +152,26 @@ def _run(copilot: Copilot, args: argparse.Namespace) -> None:
         raise FatalError(str(exc)) from exc
     finally:
         copilot.shutdown()
+        if tracer is not None:
+            tracer.shutdown()
+
+
+def _tracer(copilot: Copilot, args: argparse.Namespace) -> TurnTracer | None:
+    if not getattr(args, "trace", None):
+        return None
+    from app.tracing import TracingUnavailable, maybe_tracer
+
+    endpoint = copilot.endpoint
+    try:
+        tracer = maybe_tracer(args.trace, include_text=args.trace_text, clock=copilot.clock,
+                              model=endpoint.model if endpoint else None,
+                              base_url=endpoint.base_url if endpoint else None,
+                              session_id=copilot.session_id)
+    except TracingUnavailable as exc:
+        raise FatalError(str(exc)) from exc
+    if tracer is not None:
+        copilot.bus.subscribe(tracer)
+    return tracer
 
 
 def _wait_for_interrupt() -> None:
@@ -239,6 +269,9 @@ def _add_audio_flags(p: argparse.ArgumentParser, *, positional: bool = False) ->
     p.add_argument("--asr-model", help='"bundled" (tiny.en), a Whisper size name or a model folder')
     p.add_argument("--language", help="Whisper language code (default: en)")
     p.add_argument("--events", metavar="FILE|-", help="write every event as a JSON line")
+    p.add_argument("--trace", choices=("console", "otlp"),
+                   help="per-turn OpenTelemetry traces (otlp: OTEL_EXPORTER_OTLP_ENDPOINT)")
+    p.add_argument("--trace-text", action="store_true", help="include transcript text in spans")
 
 
 def _add_llm_flags(p: argparse.ArgumentParser) -> None:
@@ -285,4 +318,6 @@ def _parser() -> argparse.ArgumentParser:
             b.add_argument("--modes", default="naive,seed,ours")
             b.add_argument("--local", action="store_true", help="against the embedded local LLM")
     sub.add_parser("self-test", help="check the installed app works (--json, --only NAME[,NAME])")
+    sub.add_parser("doctor", help="check audio, ASR and the LLM endpoint, and say what to fix (--help)",
+                   add_help=False)
     return p

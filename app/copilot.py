@@ -165,6 +165,11 @@ class Copilot:
             self._engine.wait_idle(timeout)
 
     @property
+    def endpoint(self) -> Endpoint | None:
+        """The configured endpoint (None until the embedded server, if used, is up)."""
+        return self._endpoint
+
+    @property
     def engine(self) -> AnswerEngine | None:
         return self._engine
 
@@ -195,7 +200,7 @@ class Copilot:
                               timeout=self.settings.llm.timeout_s,
                               keepalive_expiry=self.settings.llm.keepalive_expiry_s),
             model=endpoint.model, session_id=self.session_id, base_url=endpoint.base_url,
-            strategy=self._strategy)
+            strategy=self._strategy, prime_cache=endpoint.local)
         self.bus.subscribe(engine.on_event)
         engine.start()
         self._status("llm", f"answers from {endpoint.model} at {endpoint.base_url}")

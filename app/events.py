@@ -131,6 +131,15 @@ class FirstTokenEvent(Event):
     """Seconds from the request leaving to its first token."""
     connect: float | None = None
     """Seconds spent on TCP connect + TLS for this request; None = reused connection."""
+    tls: float | None = None
+    """The TLS part of ``connect``."""
+    headers: float | None = None
+    """Seconds from the request leaving to the response headers."""
+    first_byte: float | None = None
+    """Seconds from the request leaving to the first SSE event."""
+    http_version: str | None = None
+    attempts: int = 1
+    """2 when the request was silently re-sent once before its first token."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,7 +12,7 @@ DEBS=(
   libegl1 libgl1 libxkbcommon0 libfontconfig1 libdbus-1-3 libglib2.0-0
   xvfb xauth libxkbcommon-x11-0 libxcb-cursor0 libxcb-icccm4 libxcb-image0 libxcb-keysyms1
   libxcb-randr0 libxcb-render-util0 libxcb-shape0 libxcb-xinerama0 libxcb-xfixes0 libx11-xcb1
-  binutils
+  binutils nginx-light
 )
 missing=()
 for pkg in "${DEBS[@]}"; do
@@ -27,7 +27,7 @@ fi
 
 [ -x .venv/bin/python ] || python3 -m venv .venv
 # llama-cpp-python builds from source; the native CPU build crashes on some CPUs.
-CMAKE_ARGS="-DGGML_NATIVE=OFF" .venv/bin/pip install -q --disable-pip-version-check -e '.[local,dev,bundle]'
+CMAKE_ARGS="-DGGML_NATIVE=OFF" .venv/bin/pip install -q --disable-pip-version-check -e '.[local,dev,bundle,diagnostics]'
 
 .venv/bin/ruff check app tests packaging
 .venv/bin/mypy app

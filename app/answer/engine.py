@@ -43,7 +43,7 @@ from app.events import (
     TokenEvent,
     Usage,
 )
-from app.llm.client import Delta, Done, LlmClient
+from app.llm.client import Delta, Done, LlmClient, RequestTiming
 from app.llm.errors import LlmError
 from app.prompt.builder import PromptBuilder, cache_key, estimate_tokens
 
@@ -88,7 +88,8 @@ class _Turn:
 class AnswerEngine:
     def __init__(self, settings: Settings, bus: EventBus, clock: SessionClock, prompt: PromptBuilder,
                  client_factory: ClientFactory, *, model: str, session_id: str, base_url: str = "",
-                 strategy: Strategy = Strategy(), send_cache_key: bool = True) -> None:
+                 strategy: Strategy = Strategy(), send_cache_key: bool = True,
+                 prime_cache: bool = False) -> None:
         self._settings = settings
         self._bus = bus
         self._clock = clock
@@ -96,6 +97,7 @@ class AnswerEngine:
         self._client_factory = client_factory
         self._model = model
         self._base_url = base_url
+        self._prime_cache = prime_cache
         self._strategy = strategy
         self._low_latency = settings.answer.low_latency and strategy.speculation
         self._cache_key = cache_key(session_id, prompt.prefix_messages()) if send_cache_key else None
@@ -186,7 +188,7 @@ class AnswerEngine:
         self._client = self._client_factory()
         try:
             await self._client.start()
-            if self._is_local() or self._cache_pings_enabled():
+            if self._prime_cache or self._cache_pings_enabled():
                 await self._ping_cache()  # the first question then pays only for itself
         except LlmError as exc:
             self._emit(ErrorEvent(t=self._clock.now(), stage="llm", message=str(exc)))
@@ -346,9 +348,11 @@ class AnswerEngine:
     def _on_delta(self, request: _Request, delta: Delta) -> None:
         now = self._clock.now()
         if not request.received:
+            timing = delta.timing or RequestTiming()
             self._emit(FirstTokenEvent(t=now, turn=request.turn, request=request.id,
-                                       ttft=round(now - request.sent_at, 6),
-                                       connect=delta.timing.connect if delta.timing else None))
+                                       ttft=round(now - request.sent_at, 6), connect=timing.connect,
+                                       tls=timing.tls, headers=timing.headers, first_byte=timing.first_byte,
+                                       http_version=timing.http_version, attempts=timing.attempts))
         request.received.append(delta.text)
         if request.confirmed:
             self._emit(TokenEvent(t=now, turn=request.turn, text=delta.text))
@@ -393,7 +397,8 @@ class AnswerEngine:
             return mode == "on"
         # OpenAI keeps prefixes cached long enough on its own and each ping costs money;
         # a local server keeps its KV cache in process.  Relays and others: ping.
-        return not self._is_local() and "api.openai.com" not in self._base_url.lower()
+        base = self._base_url.lower()
+        return bool(base) and not self._is_local() and "api.openai.com" not in base
 
     async def _cache_keepalive(self) -> None:
         interval = self._settings.llm.cache_keepalive_interval_s

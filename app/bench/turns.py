@@ -37,9 +37,11 @@ from app.config import Settings
 from app.copilot import Copilot, Endpoint
 from app.events import (
     AnswerDoneEvent,
+    EndpointEvent,
     Event,
     EventBus,
     FinalEvent,
+    FirstTokenEvent,
     RequestEvent,
     SpeculationEvent,
     TokenEvent,
@@ -72,6 +74,16 @@ class TurnResult:
     tokens: int = 0
     wrong_answers: int = 0
     answer: str = field(default="", repr=False)
+    # where the response latency went (seconds; None when the step did not happen)
+    endpoint_wait: float | None = None
+    """speech end → endpoint"""
+    asr_final: float | None = None
+    """endpoint → final transcript"""
+    final_to_request: float | None = None
+    """final → the answering request left (negative: it left speculatively, before)"""
+    request_to_first_token: float | None = None
+    first_token_to_shown: float | None = None
+    """first token arrived → shown (held until the turn was confirmed)"""
 
 
 def run(settings: Settings, args: argparse.Namespace) -> dict[str, Any]:
@@ -176,6 +188,7 @@ def _score(events: list[Event], clip: Clip, mode: str) -> TurnResult:
         result.response_latency = shown[0].t - clip.speech_end_s
         result.final_to_first_token = shown[0].t - last.t
         result.answer = "".join(e.text for e in shown)
+    _breakdown(result, events, clip, last)
     outcomes = [e.outcome for e in events if isinstance(e, SpeculationEvent)]
     result.hits, result.misses, result.cancelled = (outcomes.count("hit"), outcomes.count("miss"),
                                                     outcomes.count("cancelled"))
@@ -189,6 +202,26 @@ def _score(events: list[Event], clip: Clip, mode: str) -> TurnResult:
         if asked is not None and question is not None and words(asked.text) != words(question):
             result.wrong_answers += 1
     return result
+
+
+def _breakdown(result: TurnResult, events: list[Event], clip: Clip, final: FinalEvent) -> None:
+    turn = final.utterance
+    endpoint = next((e for e in events if isinstance(e, EndpointEvent) and e.utterance == turn), None)
+    if endpoint is not None:
+        result.endpoint_wait = endpoint.t - clip.speech_end_s
+        result.asr_final = final.t - endpoint.t
+    done = next((e for e in events if isinstance(e, AnswerDoneEvent) and e.turn == final.utterance), None)
+    if done is None:
+        return
+    request = next((e for e in events if isinstance(e, RequestEvent) and e.request == done.request), None)
+    first = next((e for e in events if isinstance(e, FirstTokenEvent) and e.request == done.request), None)
+    shown = next((e for e in events if isinstance(e, TokenEvent) and e.turn == final.utterance), None)
+    if request is not None:
+        result.final_to_request = request.t - final.t
+        if first is not None:
+            result.request_to_first_token = first.t - request.t
+            if shown is not None:
+                result.first_token_to_shown = shown.t - first.t
 
 
 def _summarise(results: list[TurnResult]) -> dict[str, Any]:

@@ -1,0 +1,184 @@
+"""Pictures of the benchmark JSON: distributions per mode, and where each turn's time went.
+
+A median in a table hides the shape that matters for a live conversation (one 2 s
+outlier per interview is what the user remembers) and hides which stage a turn spent its
+time in.  These plots are written next to the JSON so a README or a PR can show them.
+matplotlib is imported lazily (it is an optional extra) and driven through its
+object API with the Agg canvas: no pyplot global state, no GUI backend, safe to call
+from a process that also runs Qt.
+
+``python -m app.bench.plots bench-out/bench-turns.json`` plots one file.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
+
+INSTALL_HINT = "plots need matplotlib: pip install 'interview-copilot[diagnostics]'"
+
+MODE_COLORS = {"naive": "#c0504d", "seed": "#e0a030", "ours": "#2e7d4f"}
+STAGE_COLORS = ("#8da0cb", "#66c2a5", "#fc8d62", "#e78ac3", "#a6d854", "#ffd92f")
+
+# Per-turn stages, in order, if bench turns records them (seconds; see the report for the
+# TurnResult fields proposed); otherwise the two spans derivable from today's fields.
+DETAILED_STAGES: tuple[tuple[str, str], ...] = (
+    ("endpoint_wait", "speech end → endpoint"),
+    ("asr_final", "endpoint → final"),
+    ("final_to_request", "final → request sent"),
+    ("request_to_first_token", "request → first token"),
+    ("first_token_to_shown", "first token → shown"),
+)
+
+
+class PlotsUnavailable(RuntimeError):
+    """matplotlib is not installed; the message says how to fix it."""
+
+
+def _figure(width: float, height: float) -> Figure:
+    try:
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+        from matplotlib.figure import Figure
+    except ImportError as exc:
+        raise PlotsUnavailable(INSTALL_HINT) from exc
+    fig = Figure(figsize=(width, height), dpi=110, layout="constrained")
+    FigureCanvasAgg(fig)
+    return fig
+
+
+def _ms(values: Sequence[float | None]) -> list[float]:
+    return [v * 1000 for v in values if v is not None]
+
+
+def _strip(ax: Axes, groups: Sequence[Sequence[float]], colors: Sequence[str]) -> None:
+    """Box plot with every sample on top: with 6-50 turns per mode the points are the data."""
+    positions = list(range(1, len(groups) + 1))
+    nonempty = [(p, g) for p, g in zip(positions, groups, strict=True) if g]
+    if nonempty:
+        ax.boxplot([g for _, g in nonempty], positions=[p for p, _ in nonempty], widths=0.5,
+                   showfliers=False, medianprops={"color": "black", "linewidth": 1.5})
+    for pos, values, color in zip(positions, groups, colors, strict=True):
+        n = len(values)
+        jitter = [(i - (n - 1) / 2) * (0.3 / max(n, 1)) for i in range(n)]
+        ax.scatter([pos + j for j in jitter], values, s=22, color=color, alpha=0.85, zorder=3,
+                   edgecolors="white", linewidths=0.5)
+        if values:
+            med = statistics.median(values)
+            ax.annotate(f"{med:.0f} ms", (pos + 0.3, med), fontsize=8, va="center")
+
+
+def _turn_stages(turn: dict[str, Any]) -> list[tuple[str, float]]:
+    """Stage durations of one turn in ms: detailed when recorded, else the coarse split."""
+    if all(turn.get(key) is not None for key, _ in DETAILED_STAGES):
+        return [(label, max(0.0, float(turn[key])) * 1000) for key, label in DETAILED_STAGES]
+    latency, from_final = turn.get("response_latency"), turn.get("final_to_first_token")
+    if latency is None:
+        return []
+    if from_final is None:
+        return [("speech end → first token shown", latency * 1000)]
+    return [("speech end → final transcript", max(0.0, latency - from_final) * 1000),
+            ("final → first token shown", max(0.0, from_final) * 1000)]
+
+
+def plot_turns(json_path: str | Path) -> Path:
+    """``bench turns`` JSON → PNG: response latency per mode, and a per-turn breakdown."""
+    path = Path(json_path)
+    data = json.loads(path.read_text(encoding="utf-8"))
+    turns: dict[str, list[dict[str, Any]]] = data["turns"]
+    modes = list(turns)
+    rows = [(mode, t) for mode in modes for t in turns[mode]]
+    fig = _figure(12, max(4.5, 0.32 * len(rows) + 1.5))
+    left, right = fig.subplots(1, 2, width_ratios=(1, 1.6))
+
+    groups = [_ms([t.get("response_latency") for t in turns[m]]) for m in modes]
+    _strip(left, groups, [MODE_COLORS.get(m, "#4c72b0") for m in modes])
+    ticks = [f"{m}\n(n={len(g)})" for m, g in zip(modes, groups, strict=True)]
+    left.set_xticks(range(1, len(modes) + 1), ticks)
+    left.set_ylabel("response latency: speech end → first token shown (ms)")
+    left.set_ylim(bottom=0)
+    left.grid(axis="y", alpha=0.3)
+    left.set_title("Response latency per mode")
+
+    labels_seen: dict[str, str] = {}
+    y_labels: list[str] = []
+    for y, (mode, turn) in enumerate(rows):
+        x = 0.0
+        for i, (label, width) in enumerate(_turn_stages(turn)):
+            color = labels_seen.setdefault(label, STAGE_COLORS[len(labels_seen) % len(STAGE_COLORS)])
+            right.barh(y, width, left=x, color=color, edgecolor="white", linewidth=0.5,
+                       label=label if i == len(labels_seen) - 1 and y == 0 else None)
+            x += width
+        if x:
+            right.annotate(f"{x:.0f}", (x + 10, y), fontsize=7, va="center")
+        y_labels.append(f"{mode} {Path(str(turn.get('clip', ''))).stem}")
+    from matplotlib.patches import Patch
+
+    right.legend(handles=[Patch(color=c, label=lbl) for lbl, c in labels_seen.items()], loc="lower right",
+                 fontsize=8)
+    right.set_yticks(range(len(rows)), y_labels, fontsize=7)
+    right.invert_yaxis()
+    right.set_xlabel("ms after the interviewer stopped speaking")
+    right.grid(axis="x", alpha=0.3)
+    right.set_title("Where each turn's time went")
+    endpoint = data.get("endpoint", "")
+    fig.suptitle(f"bench turns — {len(rows)} turns{f' against {endpoint}' if endpoint else ''}", fontsize=10)
+    out = path.with_suffix(".png")
+    fig.savefig(out)
+    return out
+
+
+def plot_asr(json_path: str | Path) -> Path:
+    """``bench asr`` JSON → PNG: partial cadence, partial lag and final latency distributions."""
+    path = Path(json_path)
+    data = json.loads(path.read_text(encoding="utf-8"))
+    clips: list[dict[str, Any]] = data["clips"]
+    summary: dict[str, Any] = data.get("summary", {})
+    fig = _figure(13, 4.2)
+    cadence_ax, lag_ax, final_ax = fig.subplots(1, 3)
+
+    for ax, key, title, color in ((cadence_ax, "partial_gaps", "Partial cadence (time between partials)",
+                                   "#4c72b0"),
+                                  (lag_ax, "partial_lags", "Partial lag (shown − audio heard)", "#55a868")):
+        values = _ms([v for c in clips for v in c.get(key, [])])
+        if values:
+            ax.hist(values, bins=min(30, max(5, len(values) // 3)), color=color, alpha=0.85)
+            med = statistics.median(values)
+            ax.axvline(med, color="black", linewidth=1)
+            ax.annotate(f"median {med:.0f} ms", (med, ax.get_ylim()[1] * 0.92), fontsize=8,
+                        xytext=(4, 0), textcoords="offset points")
+        ax.set_title(title, fontsize=10)
+        ax.set_xlabel("ms")
+        ax.grid(alpha=0.3)
+
+    finals = _ms([c.get("final_latency") for c in clips])
+    _strip(final_ax, [finals], ["#c44e52"])
+    final_ax.set_xticks([1], [f"{len(finals)} clips"])
+    final_ax.set_ylabel("speech end → final transcript (ms)")
+    final_ax.set_ylim(bottom=0)
+    final_ax.grid(axis="y", alpha=0.3)
+    final_ax.set_title("Final latency", fontsize=10)
+    wer = summary.get("wer_streaming")
+    fig.suptitle(f"bench asr — model {summary.get('model', '?')}, {len(clips)} clips"
+                 + (f", streaming WER {wer:.1%}" if isinstance(wer, float) else ""), fontsize=10)
+    out = path.with_suffix(".png")
+    fig.savefig(out)
+    return out
+
+
+def plot_any(json_path: str | Path) -> Path:
+    """Pick the plot from the JSON's shape (``turns`` or ``clips``)."""
+    data = json.loads(Path(json_path).read_text(encoding="utf-8"))
+    return plot_turns(json_path) if "turns" in data else plot_asr(json_path)
+
+
+if __name__ == "__main__":
+    for arg in sys.argv[1:]:
+        print(plot_any(arg))
