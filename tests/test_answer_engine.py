@@ -269,5 +269,9 @@ def test_cancel_answer_stops_the_stream(server: FakeServer) -> None:
         rec.wait(lambda r: bool(r.of(TokenEvent)))
         engine.cancel_answer()
         assert server.wait_for(lambda s: s.chat_requests()[0].cancelled, timeout=2)
+        rec.wait(lambda r: bool(r.of(AnswerDoneEvent)))
+        done = rec.of(AnswerDoneEvent)[0]
+        assert done.truncated and done.text == rec.shown(1)  # what was shown stays, the block ends
+        assert rec.of(SpeculationEvent) == []  # an answer is not a speculation
     finally:
         engine.stop()

@@ -72,6 +72,7 @@ class _Request:
     usage: Usage | None = None
     failed: LlmError | None = None
     finished: bool = False
+    cancelled: bool = False
     sent_at: float = 0.0
     task: asyncio.Task[None] | None = None
     prompt_tokens: int = 0
@@ -229,7 +230,7 @@ class AnswerEngine:
         if any(compare(r.text, event.text, fillers=self._fillers).same for r in live):
             return  # the same question is already being answered
         for old in live:
-            self._cancel(old, "cancelled")
+            self._cancel(old)
         turn.speculations.append(self._send(turn, event.text, "speculative"))
 
     def _on_final(self, event: FinalEvent) -> None:
@@ -237,7 +238,8 @@ class AnswerEngine:
         turn.question = event.text
         self._last_question = event.text
         self._finish_previous_answers(turn.number)
-        candidate = next((r for r in reversed(turn.speculations) if r.failed is None and r.task), None)
+        usable = [r for r in turn.speculations if r.failed is None and not r.cancelled]
+        candidate = usable[-1] if usable else None
         if candidate is not None:
             verdict = compare(candidate.text, event.text, self._strategy.reuse_rule,
                               threshold=self._settings.answer.fuzzy_threshold, fillers=self._fillers)
@@ -248,10 +250,10 @@ class AnswerEngine:
                 turn.answer = candidate
                 self._confirm(candidate)
                 return
-            self._cancel(candidate, None)
+            self._cancel(candidate, report=False)  # reported as the miss
         for other in turn.speculations:
             if other is not candidate and not other.finished:
-                self._cancel(other, "cancelled")
+                self._cancel(other)
         turn.answer = self._send(turn, event.text, "final", confirmed=True)
 
     def _finish_previous_answers(self, current: int) -> None:
@@ -260,7 +262,7 @@ class AnswerEngine:
             if number < current and turn.answer is None:
                 for request in turn.speculations:
                     if not request.finished:
-                        self._cancel(request, "cancelled")
+                        self._cancel(request)
 
     def _regenerate(self) -> None:
         if self._last_question is None:
@@ -274,7 +276,7 @@ class AnswerEngine:
         for turn in self._turns.values():
             for request in [*turn.speculations, *([turn.answer] if turn.answer else [])]:
                 if not request.finished:
-                    self._cancel(request, "cancelled")
+                    self._cancel(request)
 
     async def _cancel_all_async(self) -> None:
         self._cancel_all()
@@ -299,16 +301,25 @@ class AnswerEngine:
         if request.finished:
             self._done(request)
 
-    def _cancel(self, request: _Request, outcome: str | None) -> None:
-        if outcome is not None:
-            self._emit(SpeculationEvent(t=self._clock.now(), turn=request.turn, request=request.id,
-                                        outcome="cancelled", similarity=0.0))
+    def _cancel(self, request: _Request, *, report: bool = True) -> None:
+        """Stop a request now (its HTTP stream closes, so the server stops generating).
+
+        A guess that never showed is wasted spend; an answer the user stopped keeps what
+        was shown and ends its block like any other answer.
+        """
         if request.task and not request.task.done():
             request.task.cancel()
-        if not request.finished:
-            request.finished = True
-            self._ledger.add(RequestCost.of(request.turn, request.kind, request.prompt_tokens,
-                                            len(request.received), request.usage, wasted=True))
+        if request.finished:
+            return
+        request.finished = request.cancelled = True
+        if request.confirmed:
+            self._done(request, truncated=True)
+            return
+        if report:
+            self._emit(SpeculationEvent(t=self._clock.now(), turn=request.turn, request=request.id,
+                                        outcome="cancelled", similarity=0.0))
+        self._ledger.add(RequestCost.of(request.turn, request.kind, request.prompt_tokens,
+                                        len(request.received), request.usage, wasted=True))
 
     async def _stream(self, request: _Request) -> None:
         messages = self._prompt.messages(request.text)
