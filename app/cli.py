@@ -113,7 +113,8 @@ def _window(settings: Settings, args: argparse.Namespace, problems: list[ConfigP
         return _listen(settings, args)
     from app.ui.app import run_window
 
-    return run_window(_build(settings, args, answers=True), settings, problems=problems)
+    return run_window(_build(settings, args, answers=True), settings,
+                      settings_path=Path(args.config) if args.config else None, problems=problems)
 
 
 # --- helpers -----------------------------------------------------------------------------------

@@ -54,6 +54,11 @@ def test_answers_stream_from_an_openai_compatible_endpoint(server: FakeServer, t
              for turn in (1, 2)}
     assert "weakness" in shown[2].lower() and "interested" in shown[1].lower()
     assert server.connections_accepted <= 2  # pre-warmed pool, reused all session
+    saved = list((tmp_path / "data").rglob("session-*.jsonl"))
+    assert len(saved) == 1
+    on_disk = [json.loads(line) for line in saved[0].read_text().splitlines()]
+    assert [e["text"] for e in on_disk if e["event"] == "final"] == [f["text"] for f in finals]
+    assert sum(e["event"] == "token" for e in on_disk) == sum(e["event"] == "token" for e in events)
 
 
 def test_a_wrong_key_says_so_and_the_transcript_goes_on(server: FakeServer, two_questions: Path,

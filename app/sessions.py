@@ -1,0 +1,271 @@
+"""Session logs: every event of a session as JSON lines, readable after a crash.
+
+The log is a bus listener, so lines are written on whichever thread emitted the event
+(audio, ASR, answer engine) and the GUI thread never waits on the disk.  Each line is
+flushed as it is written: a crash (even SIGKILL) loses at most the line being written,
+and :func:`load_session` skips such a torn last line.  No Qt here: the CLI and tests use
+it headless.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import threading
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import IO, Any
+
+from app import events as ev
+from app.config import data_dir
+from app.events import Event, EventBus, to_json
+
+SKIP = ("level",)
+"""Meter readings: dozens a second, worthless after the fact."""
+
+_EVENT_TYPES: dict[str, type[Event]] = {
+    cls.name: cls
+    for cls in vars(ev).values()
+    if isinstance(cls, type) and issubclass(cls, Event) and cls is not Event
+}
+
+
+def sessions_dir() -> Path:
+    """``<user data dir>/sessions`` (XDG_DATA_HOME on Linux, via platformdirs)."""
+    return data_dir() / "sessions"
+
+
+class SessionLog:
+    """Appends each event (minus ``level``) to ``path`` as one flushed JSON line."""
+
+    def __init__(self, path: Path | None = None) -> None:
+        if path is None:
+            stamp = datetime.now().strftime("%Y%m%d-%H%M%S-%f")[:-3]
+            path = sessions_dir() / f"session-{stamp}.jsonl"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.path = path
+        self._stream: IO[str] | None = path.open("a", encoding="utf-8")
+        self._lock = threading.Lock()
+        self._unsubscribe: Callable[[], None] | None = None
+        self._bus: EventBus | None = None
+
+    def attach(self, bus: EventBus) -> None:
+        """Subscribe to ``bus``; attaching twice to the same bus is a no-op."""
+        if self._bus is bus:
+            return
+        self.detach()
+        self._bus = bus
+        self._unsubscribe = bus.subscribe(self)
+
+    def detach(self) -> None:
+        if self._unsubscribe is not None:
+            self._unsubscribe()
+        self._unsubscribe = None
+        self._bus = None
+
+    def __call__(self, event: Event) -> None:
+        if event.name in SKIP:
+            return
+        line = to_json(event) + "\n"
+        with self._lock:
+            if self._stream is None:
+                return
+            self._stream.write(line)
+            self._stream.flush()
+
+    def close(self) -> None:
+        self.detach()
+        with self._lock:
+            if self._stream is not None:
+                self._stream.close()
+            self._stream = None
+
+
+@dataclass(frozen=True)
+class SessionInfo:
+    path: Path
+    started: datetime
+    size: int
+
+
+def list_sessions(folder: Path | None = None) -> list[SessionInfo]:
+    """Past sessions, newest first (only a ``stat`` each: cheap enough for a menu)."""
+    folder = folder or sessions_dir()
+    if not folder.is_dir():
+        return []
+    out: list[SessionInfo] = []
+    for path in folder.glob("session-*.jsonl"):
+        try:
+            st = path.stat()
+        except OSError:
+            continue
+        out.append(SessionInfo(path, _started(path, st.st_mtime), st.st_size))
+    return sorted(out, key=lambda s: s.started, reverse=True)
+
+
+def _started(path: Path, mtime: float) -> datetime:
+    stem = path.stem.removeprefix("session-")
+    for fmt, width in (("%Y%m%d-%H%M%S-%f", 19), ("%Y%m%d-%H%M%S", 15)):
+        try:
+            return datetime.strptime(stem[:width], fmt)
+        except ValueError:
+            continue
+    return datetime.fromtimestamp(mtime)
+
+
+@dataclass(frozen=True)
+class Session:
+    path: Path
+    events: list[Event]
+    skipped: int
+    """Lines that could not be read (a torn last line after a crash, unknown events)."""
+
+
+def event_from_dict(data: dict[str, Any]) -> Event | None:
+    """The event a wire-form dict describes, or None for unknown or malformed ones."""
+    cls = _EVENT_TYPES.get(str(data.get("event")))
+    if cls is None:
+        return None
+    kwargs: dict[str, Any] = {}
+    for f in dataclasses.fields(cls):
+        if f.name not in data:
+            continue
+        value = data[f.name]
+        if f.name == "usage" and isinstance(value, dict):
+            value = ev.Usage(**{k: v for k, v in value.items() if k in _USAGE_FIELDS})
+        kwargs[f.name] = value
+    try:
+        return cls(**kwargs)
+    except TypeError:
+        return None
+
+
+_USAGE_FIELDS = {f.name for f in dataclasses.fields(ev.Usage)}
+
+
+def parse_lines(lines: Iterable[str]) -> tuple[list[Event], int]:
+    events: list[Event] = []
+    skipped = 0
+    for line in lines:
+        if not line.strip():
+            continue
+        try:
+            data = json.loads(line)
+        except json.JSONDecodeError:
+            skipped += 1
+            continue
+        event = event_from_dict(data) if isinstance(data, dict) else None
+        if event is None:
+            skipped += 1
+        else:
+            events.append(event)
+    return events, skipped
+
+
+def load_session(path: Path) -> Session:
+    """Read a session log; torn or unknown lines are counted, never fatal."""
+    text = path.read_text(encoding="utf-8", errors="replace")
+    events, skipped = parse_lines(text.splitlines())
+    return Session(path, events, skipped)
+
+
+# --- Markdown --------------------------------------------------------------------------
+
+
+@dataclass
+class Exchange:
+    """One question and the answer(s) shown for it."""
+
+    question: str
+    turns: list[int] = dataclasses.field(default_factory=list)
+    answers: dict[int, str] = dataclasses.field(default_factory=dict)
+    asked_at: float | None = None
+
+
+def exchanges(events: list[Event]) -> list[Exchange]:
+    """Group finals into questions by endpoint, and shown tokens into answers by turn.
+
+    A turn belongs to the newest endpoint before its first token (tokens are only shown
+    once a turn is confirmed); a second turn on the same endpoint is a regeneration.
+    Finals are assigned by utterance number, so a final that lands after the answer began
+    still joins its question.
+    """
+    finals: dict[int, str] = {}
+    endpoints: list[ev.EndpointEvent] = []
+    turn_endpoint: dict[int, int] = {}
+    answers: dict[int, list[str]] = {}
+    for event in events:
+        if isinstance(event, ev.FinalEvent):
+            finals[event.utterance] = event.text
+        elif isinstance(event, ev.EndpointEvent):
+            endpoints.append(event)
+        elif isinstance(event, ev.TokenEvent):
+            if event.turn not in answers:
+                answers[event.turn] = []
+                turn_endpoint[event.turn] = len(endpoints) - 1
+            answers[event.turn].append(event.text)
+    out: list[Exchange] = []
+    previous_utt = -1
+    for index, endpoint in enumerate(endpoints):
+        utts = sorted(u for u in finals if previous_utt < u <= endpoint.utterance)
+        previous_utt = max(previous_utt, endpoint.utterance)
+        question = " ".join(finals[u].strip() for u in utts if finals[u].strip())
+        ex = Exchange(question=question, asked_at=endpoint.t)
+        for turn, ep in turn_endpoint.items():
+            if ep == index:
+                ex.turns.append(turn)
+                ex.answers[turn] = "".join(answers[turn])
+        out.append(ex)
+    orphan = [t for t, ep in turn_endpoint.items() if ep < 0]
+    if orphan:  # answers with no endpoint (e.g. a log that starts mid-session)
+        out.insert(0, Exchange("", orphan, {t: "".join(answers[t]) for t in orphan}))
+    rest = [finals[u] for u in sorted(finals) if u > previous_utt and finals[u].strip()]
+    if rest:
+        out.append(Exchange(" ".join(s.strip() for s in rest)))
+    return out
+
+
+def export_markdown(path: Path) -> str:
+    """The session as a Markdown transcript: each question, its answer(s) and timings."""
+    from app.ui.latency import LatencyTracker  # Qt-free module; app.ui's __init__ is too
+
+    session = load_session(path)
+    tracker = LatencyTracker()
+    for event in session.events:
+        tracker.feed(event)
+    title = _started(path, path.stat().st_mtime).strftime("%Y-%m-%d %H:%M")
+    lines = [f"# Interview Copilot session — {title}", ""]
+    if session.skipped:
+        lines += [f"_{session.skipped} unreadable line(s) skipped (crash or newer version)._", ""]
+    for number, ex in enumerate(exchanges(session.events), start=1):
+        when = f" _(at {_clock(ex.asked_at)})_" if ex.asked_at is not None else ""
+        lines.append(f"## Q{number}{when}")
+        lines.append("")
+        lines.append(f"> {ex.question}" if ex.question else "> _(question not captured)_")
+        lines.append("")
+        if not ex.turns:
+            lines += ["_No answer was shown._", ""]
+        for i, turn in enumerate(ex.turns):
+            label = "Answer" if i == 0 else "Answer (regenerated)"
+            lines.append(f"**{label}:**")
+            lines.append("")
+            lines.append(ex.answers[turn].strip() or "_(empty)_")
+            lines.append("")
+            lat = tracker.turn(turn)
+            if lat is not None and lat.response is not None:
+                lines.append(f"<sub>{lat.describe().replace('Last turn', 'Latency')}</sub>")
+                lines.append("")
+    t = tracker.totals
+    if t.prompt_tokens or t.completion_tokens or t.cost:
+        lines.append("---")
+        lines.append("")
+        lines.append(f"Session usage: {t.describe()}")
+        lines.append("")
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def _clock(t: float) -> str:
+    minutes, seconds = divmod(max(t, 0.0), 60)
+    return f"{int(minutes):02d}:{seconds:04.1f}"

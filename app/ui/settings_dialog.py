@@ -1,0 +1,397 @@
+"""Settings editor: every value goes through the same pydantic models as the TOML file.
+
+Nothing is accepted that ``load_settings`` would later reject, so the file the dialog
+writes always loads clean.  The API key never touches the settings: it goes to the OS
+keychain through :mod:`app.secrets` (and is shown only as a password field).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QComboBox,
+    QDialog,
+    QDialogButtonBox,
+    QFileDialog,
+    QFormLayout,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QLineEdit,
+    QPlainTextEdit,
+    QPushButton,
+    QSpinBox,
+    QTableWidget,
+    QTableWidgetItem,
+    QTabWidget,
+    QVBoxLayout,
+    QWidget,
+)
+
+from app import secrets
+from app.config import Settings, save_settings
+from app.ui.hotkeys import ACTIONS, HotkeyError, parse_hotkey
+
+TURN_FIELDS: dict[str, str] = {
+    "speculate_silence_ms": "Speculate after silence (ms)",
+    "speculate_min_question_chars": "Speculate only from (characters)",
+    "endpoint_silence_ms": "End of turn after silence (ms)",
+    "endpoint_question_silence_ms": "…after a question mark (ms)",
+    "endpoint_thinking_silence_ms": "…after a thinking word (ms)",
+}
+LANGUAGES = ["en", "zh", "de", "fr", "es", "it", "ja", "ko", "pt", "ru", "auto"]
+ASR_MODELS = ["bundled", "tiny.en", "base.en", "small.en", "tiny", "base", "small", "medium"]
+_LABELS: dict[str, str] = {
+    **{f"turns.{k}": v for k, v in TURN_FIELDS.items()},
+    "llm.base_url": "Endpoint base URL",
+    "llm.model": "Model",
+    "asr.language": "Language",
+    "asr.model": "ASR model",
+    "audio.source": "Audio source",
+    "answer.max_speculations": "Max speculations",
+}
+
+
+class SettingsDialog(QDialog):
+    """Edit settings; on OK, validate, store the key in the keychain and write the TOML."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        settings_path: Path | None = None,
+        parent: QWidget | None = None,
+    ) -> None:
+        super().__init__(parent)
+        self.setWindowTitle("Settings")
+        self.setMinimumWidth(520)
+        self._original = settings
+        self._path = settings_path
+        self.result_settings: Settings | None = None
+        self.saved_path: Path | None = None
+        self._loaded_key = ""
+        tabs = QTabWidget()
+        tabs.addTab(self._model_tab(settings), "Model")
+        tabs.addTab(self._audio_tab(settings), "Audio && speech")
+        tabs.addTab(self._prompt_tab(settings), "Prompt")
+        tabs.addTab(self._turns_tab(settings), "Turns")
+        tabs.addTab(self._hotkeys_tab(settings), "Hotkeys")
+        tabs.addTab(self._prices_tab(settings), "Prices")
+        tabs.addTab(self._window_tab(settings), "Window")
+        self.tabs = tabs
+        self.error_label = QLabel("")
+        self.error_label.setObjectName("error")
+        self.error_label.setWordWrap(True)
+        self.error_label.setVisible(False)
+        self.error_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        buttons = QDialogButtonBox(
+            QDialogButtonBox.StandardButton.Save | QDialogButtonBox.StandardButton.Cancel
+        )
+        buttons.accepted.connect(self.accept)
+        buttons.rejected.connect(self.reject)
+        self.buttons = buttons
+        layout = QVBoxLayout(self)
+        layout.addWidget(tabs)
+        layout.addWidget(self.error_label)
+        layout.addWidget(buttons)
+
+    # --- tabs -------------------------------------------------------------------------
+
+    def _model_tab(self, s: Settings) -> QWidget:
+        page = QWidget()
+        form = QFormLayout(page)
+        self.base_url = QLineEdit(s.llm.base_url or "")
+        self.base_url.setPlaceholderText("empty = built-in local model (or OPENAI_BASE_URL)")
+        self.model = QLineEdit(s.llm.model or "")
+        self.model.setPlaceholderText("e.g. gpt-4o-mini; empty = the server's default")
+        self.api_key = QLineEdit()
+        self.api_key.setEchoMode(QLineEdit.EchoMode.Password)
+        self.api_key.setPlaceholderText("stored in the system keychain, never in the file")
+        self.key_note = QLabel("")
+        self.key_note.setWordWrap(True)
+        self.key_note.setObjectName("paneHint")
+        try:
+            stored = secrets.get_api_key(s.llm.base_url, environ={})  # keychain only
+            self._loaded_key = stored or ""
+        except secrets.SecretStoreError as exc:
+            self.key_note.setText(str(exc))
+        self.api_key.setText(self._loaded_key)
+        show = QCheckBox("Show")
+        show.toggled.connect(
+            lambda on: self.api_key.setEchoMode(
+                QLineEdit.EchoMode.Normal if on else QLineEdit.EchoMode.Password
+            )
+        )
+        key_row = QHBoxLayout()
+        key_row.addWidget(self.api_key, 1)
+        key_row.addWidget(show)
+        self.http2 = QCheckBox("Use HTTP/2")
+        self.http2.setChecked(s.llm.http2)
+        form.addRow("Endpoint base URL", self.base_url)
+        form.addRow("Model", self.model)
+        form.addRow("API key", key_row)
+        form.addRow("", self.key_note)
+        form.addRow("", self.http2)
+        return page
+
+    def _audio_tab(self, s: Settings) -> QWidget:
+        page = QWidget()
+        form = QFormLayout(page)
+        self.source = QComboBox()
+        sources = ["mic", "loopback"] + (["file"] if s.audio.source == "file" else [])
+        labels = {"mic": "Microphone", "loopback": "System audio (loopback)", "file": "File"}
+        for src in sources:
+            self.source.addItem(labels[src], src)
+        self.source.setCurrentIndex(max(0, self.source.findData(s.audio.source)))
+        self.device = QComboBox()
+        self.device.setEditable(True)
+        self.device.addItem("")
+        self.device.setCurrentText(s.audio.device or "")
+        edit = self.device.lineEdit()
+        if edit is not None:
+            edit.setPlaceholderText("system default (or a name / index)")
+        refresh = QPushButton("List devices")
+        refresh.clicked.connect(self._list_devices)
+        device_row = QHBoxLayout()
+        device_row.addWidget(self.device, 1)
+        device_row.addWidget(refresh)
+        self.language = QComboBox()
+        self.language.setEditable(True)
+        self.language.addItems(LANGUAGES)
+        self.language.setCurrentText(s.asr.language)
+        self.asr_model = QComboBox()
+        self.asr_model.setEditable(True)
+        self.asr_model.addItems(ASR_MODELS)
+        self.asr_model.setCurrentText(s.asr.model)
+        form.addRow("Audio source", self.source)
+        form.addRow("Device", device_row)
+        form.addRow("Language", self.language)
+        form.addRow("ASR model", self.asr_model)
+        return page
+
+    def _list_devices(self) -> None:
+        """User-initiated only: PortAudio's start-up can take a moment."""
+        try:
+            import sounddevice
+
+            names = [d["name"] for d in sounddevice.query_devices() if d["max_input_channels"] > 0]
+        except Exception as exc:
+            self._show_error(f"Could not list audio devices: {exc}")
+            return
+        current = self.device.currentText()
+        self.device.clear()
+        self.device.addItem("")
+        self.device.addItems(names)
+        self.device.setCurrentText(current)
+
+    def _file_row(self, value: str | None, title: str) -> tuple[QLineEdit, QHBoxLayout]:
+        edit = QLineEdit(value or "")
+        edit.setPlaceholderText("none")
+        browse = QPushButton("Browse…")
+
+        def pick() -> None:
+            path, _ = QFileDialog.getOpenFileName(
+                self, title, edit.text() or str(Path.home()),
+                "Documents (*.pdf *.txt *.md);;All files (*)",
+            )
+            if path:
+                edit.setText(path)
+
+        browse.clicked.connect(pick)
+        row = QHBoxLayout()
+        row.addWidget(edit, 1)
+        row.addWidget(browse)
+        return edit, row
+
+    def _prompt_tab(self, s: Settings) -> QWidget:
+        page = QWidget()
+        form = QFormLayout(page)
+        self.resume, resume_row = self._file_row(s.prompt.resume_file, "Résumé")
+        self.job, job_row = self._file_row(s.prompt.job_description_file, "Job description")
+        self.system_prompt = QPlainTextEdit(s.prompt.system_prompt or "")
+        self.system_prompt.setPlaceholderText("empty = the built-in prompt")
+        form.addRow("Résumé", resume_row)
+        form.addRow("Job description", job_row)
+        form.addRow("System prompt", self.system_prompt)
+        return page
+
+    def _turns_tab(self, s: Settings) -> QWidget:
+        page = QWidget()
+        form = QFormLayout(page)
+        self.turn_spins: dict[str, QSpinBox] = {}
+        for name, label in TURN_FIELDS.items():
+            spin = QSpinBox()
+            spin.setRange(0, 60_000)  # the model's own bounds are checked on save
+            spin.setValue(int(getattr(s.turns, name)))
+            self.turn_spins[name] = spin
+            form.addRow(label, spin)
+        self.low_latency = QCheckBox("Low-latency mode at start (speculative requests)")
+        self.low_latency.setChecked(s.answer.low_latency)
+        self.max_spec = QSpinBox()
+        self.max_spec.setRange(0, 100)
+        self.max_spec.setValue(s.answer.max_speculations)
+        form.addRow("", self.low_latency)
+        form.addRow("Max speculations per turn", self.max_spec)
+        return page
+
+    def _hotkeys_tab(self, s: Settings) -> QWidget:
+        page = QWidget()
+        form = QFormLayout(page)
+        self.hotkey_edits: dict[str, QLineEdit] = {}
+        for action, label in ACTIONS.items():
+            edit = QLineEdit(getattr(s.hotkeys, action))
+            edit.setPlaceholderText("e.g. ctrl+alt+l")
+            self.hotkey_edits[action] = edit
+            form.addRow(label, edit)
+        note = QLabel("Modifiers: ctrl, alt (option), shift, cmd (win/super). "
+                      "Keys: a–z, 0–9, f1–f24, space, arrows, punctuation.")
+        note.setWordWrap(True)
+        note.setObjectName("paneHint")
+        form.addRow("", note)
+        return page
+
+    def _prices_tab(self, s: Settings) -> QWidget:
+        page = QWidget()
+        layout = QVBoxLayout(page)
+        table = QTableWidget(0, 4)
+        table.setHorizontalHeaderLabels(["Model", "Input $/Mtok", "Cached $/Mtok", "Output $/Mtok"])
+        table.horizontalHeader().setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
+        table.verticalHeader().setVisible(False)
+        for model, price in s.prices.items():
+            self._add_price_row(table, model, price.input_per_mtok, price.cached_input_per_mtok,
+                                price.output_per_mtok)
+        add = QPushButton("Add")
+        add.clicked.connect(lambda: self._add_price_row(table, "", 0.0, 0.0, 0.0))
+        remove = QPushButton("Remove")
+        remove.clicked.connect(lambda: table.removeRow(table.currentRow()))
+        row = QHBoxLayout()
+        row.addStretch(1)
+        row.addWidget(add)
+        row.addWidget(remove)
+        layout.addWidget(table)
+        layout.addLayout(row)
+        self.prices = table
+        return page
+
+    @staticmethod
+    def _add_price_row(table: QTableWidget, model: str, *values: float) -> None:
+        r = table.rowCount()
+        table.insertRow(r)
+        table.setItem(r, 0, QTableWidgetItem(model))
+        for c, v in enumerate(values, start=1):
+            table.setItem(r, c, QTableWidgetItem(f"{v:g}"))
+
+    def _window_tab(self, s: Settings) -> QWidget:
+        page = QWidget()
+        form = QFormLayout(page)
+        self.stay_on_top = QCheckBox("Keep the window above others")
+        self.stay_on_top.setChecked(s.ui.stay_on_top)
+        self.large_font = QCheckBox("Large text in the transcript and answer")
+        self.large_font.setChecked(s.ui.large_font)
+        self.theme = QComboBox()
+        for mode, label in (("system", "Follow the system"), ("light", "Light"), ("dark", "Dark")):
+            self.theme.addItem(label, mode)
+        self.theme.setCurrentIndex(max(0, self.theme.findData(s.ui.theme)))
+        form.addRow("", self.stay_on_top)
+        form.addRow("", self.large_font)
+        form.addRow("Theme", self.theme)
+        return page
+
+    # --- validation -------------------------------------------------------------------
+
+    def collect(self) -> Settings:
+        """The edited settings, validated; raises ValueError with a user-facing message."""
+        errors: list[str] = []
+        data: dict[str, Any] = self._original.model_dump(mode="python")
+        base_url = self.base_url.text().strip()
+        if base_url and not base_url.lower().startswith(("http://", "https://")):
+            errors.append("Endpoint base URL must start with http:// or https://")
+        data["llm"]["base_url"] = base_url or None
+        data["llm"]["model"] = self.model.text().strip() or None
+        data["llm"]["http2"] = self.http2.isChecked()
+        data["audio"]["source"] = self.source.currentData()
+        data["audio"]["device"] = self.device.currentText().strip() or None
+        data["asr"]["language"] = self.language.currentText().strip()
+        data["asr"]["model"] = self.asr_model.currentText().strip()
+        for key, edit in (("resume_file", self.resume), ("job_description_file", self.job)):
+            value = edit.text().strip()
+            if value and not Path(value).expanduser().is_file():
+                errors.append(f"File not found: {value}")
+            data["prompt"][key] = value or None
+        data["prompt"]["system_prompt"] = self.system_prompt.toPlainText().strip() or None
+        for name, spin in self.turn_spins.items():
+            data["turns"][name] = spin.value()
+        data["answer"]["low_latency"] = self.low_latency.isChecked()
+        data["answer"]["max_speculations"] = self.max_spec.value()
+        for action, edit in self.hotkey_edits.items():
+            try:
+                data["hotkeys"][action] = parse_hotkey(edit.text()).canonical()
+            except HotkeyError as exc:
+                errors.append(f"{ACTIONS[action]}: {exc}")
+        data["prices"] = self._collect_prices(errors)
+        data["ui"] = {
+            "stay_on_top": self.stay_on_top.isChecked(),
+            "large_font": self.large_font.isChecked(),
+            "theme": self.theme.currentData(),
+        }
+        try:
+            settings = Settings.model_validate(data)
+        except ValidationError as exc:
+            for err in exc.errors():
+                key = ".".join(str(p) for p in err["loc"])
+                errors.append(f"{_LABELS.get(key, key)}: {err['msg']}")
+            settings = None
+        if errors or settings is None:
+            raise ValueError("\n".join(errors))
+        return settings
+
+    def _collect_prices(self, errors: list[str]) -> dict[str, dict[str, float]]:
+        out: dict[str, dict[str, float]] = {}
+        names = ("input_per_mtok", "cached_input_per_mtok", "output_per_mtok")
+        for r in range(self.prices.rowCount()):
+            item = self.prices.item(r, 0)
+            model = item.text().strip() if item else ""
+            if not model:
+                continue
+            row: dict[str, float] = {}
+            for c, name in enumerate(names, start=1):
+                cell = self.prices.item(r, c)
+                try:
+                    row[name] = float(cell.text()) if cell and cell.text().strip() else 0.0
+                except ValueError:
+                    errors.append(f"Prices, {model}: {cell.text() if cell else ''!r} is not a number")
+                    row[name] = 0.0
+            out[model] = row
+        return out
+
+    def _show_error(self, text: str) -> None:
+        self.error_label.setText(text)
+        self.error_label.setVisible(bool(text))
+
+    def accept(self) -> None:
+        try:
+            settings = self.collect()
+        except ValueError as exc:
+            self._show_error(str(exc))
+            return
+        key = self.api_key.text().strip()
+        url_changed = settings.llm.base_url != self._original.llm.base_url
+        try:
+            if key and (key != self._loaded_key or url_changed):
+                secrets.set_api_key(settings.llm.base_url, key)
+            elif not key and self._loaded_key:
+                secrets.delete_api_key(settings.llm.base_url)
+        except secrets.SecretStoreError as exc:
+            self._show_error(str(exc))
+            return
+        try:
+            self.saved_path = save_settings(settings, self._path)
+        except OSError as exc:
+            self._show_error(f"Could not write the settings file: {exc}")
+            return
+        self.result_settings = settings
+        super().accept()

@@ -1,0 +1,93 @@
+"""What the interviewer said: finished utterances above, the live partial rewriting below.
+
+Each utterance owns one paragraph (blocks are only ever appended, so its block number is
+stable); a partial rewrites just that paragraph, with the stable prefix in the normal
+colour and the still-changing tail lighter, and its final replaces it in place.
+"""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QColor, QTextBlockFormat, QTextCharFormat, QTextCursor
+from PySide6.QtWidgets import QTextEdit, QWidget
+
+from app.ui.autoscroll import FollowBottom
+
+
+class TranscriptView(QTextEdit):
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setReadOnly(True)
+        self.setUndoRedoEnabled(False)
+        self.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.document().setDocumentMargin(12)
+        self._follow = FollowBottom(self.verticalScrollBar())
+        self._blocks: dict[int, int] = {}
+        self._finals: dict[int, str] = {}
+        self._new_group = False
+        self._faint = QColor("#a0a7b4")
+
+    def set_colors(self, faint: str) -> None:
+        self._faint = QColor(faint)
+
+    def show_partial(self, utterance: int, text: str, stable: str) -> None:
+        if utterance in self._finals:
+            return  # a late partial must not undo the final
+        if not stable or not text.startswith(stable):
+            stable = _common_prefix(stable, text)
+        self._write(utterance, [(_clean(stable), False), (_clean(text[len(stable):]), True)])
+
+    def show_final(self, utterance: int, text: str) -> None:
+        self._finals[utterance] = text
+        self._write(utterance, [(_clean(text), False)])
+
+    def end_turn(self) -> None:
+        """The next utterance opens a new question group (a little space above it)."""
+        self._new_group = True
+
+    def finals(self) -> list[str]:
+        return [self._finals[u] for u in sorted(self._finals)]
+
+    def live_text(self) -> str:
+        return self.toPlainText()
+
+    def _write(self, utterance: int, runs: list[tuple[str, bool]]) -> None:
+        doc = self.document()
+        if utterance not in self._blocks:
+            cursor = QTextCursor(doc)
+            cursor.movePosition(QTextCursor.MoveOperation.End)
+            fmt = QTextBlockFormat()
+            fmt.setBottomMargin(4)
+            fmt.setTopMargin(12 if self._new_group and self._blocks else 0)
+            if self._blocks:
+                cursor.insertBlock(fmt)
+            else:
+                cursor.setBlockFormat(fmt)
+            self._new_group = False
+            self._blocks[utterance] = cursor.blockNumber()
+        block = doc.findBlockByNumber(self._blocks[utterance])
+        cursor = QTextCursor(block)
+        cursor.movePosition(QTextCursor.MoveOperation.EndOfBlock, QTextCursor.MoveMode.KeepAnchor)
+        cursor.beginEditBlock()
+        cursor.removeSelectedText()
+        for text, faint in runs:
+            if not text:
+                continue
+            chars = QTextCharFormat()
+            if faint:
+                chars.setForeground(self._faint)
+            cursor.insertText(text, chars)
+        cursor.endEditBlock()
+
+
+def _clean(text: str) -> str:
+    return text.replace("\r", " ").replace("\n", " ")
+
+
+def _common_prefix(a: str, b: str) -> str:
+    n = 0
+    for x, y in zip(a, b, strict=False):
+        if x != y:
+            break
+        n += 1
+    return b[:n]

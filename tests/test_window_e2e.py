@@ -1,0 +1,70 @@
+"""End to end in the real window: a WAV through real ASR, answers from our test server,
+the answer text painted in the widget."""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from pytestqt.qtbot import QtBot
+
+from app.asr.decoder import WhisperDecoder
+from app.config import Settings
+from app.copilot import Copilot, Endpoint
+from app.events import AnswerDoneEvent, Event, FinalEvent, PaintedEvent, TokenEvent
+from app.llm.fake_server import FakeServer, Profile
+from app.ui.window import MainWindow
+from tests.speech import synth
+from tests.ui_fakes import AcceptingBackend
+
+
+@pytest.fixture
+def server() -> Iterator[FakeServer]:
+    profile = Profile(queue_delay=0.02, ttft=0.1, tokens_per_s=100, answer_tokens=20)
+    with FakeServer(profile, api_key="k") as s:
+        yield s
+
+
+def test_a_spoken_question_ends_up_painted(qtbot: QtBot, server: FakeServer, decoder: WhisperDecoder,
+                                           tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    clip = synth("Why are you interested in this role?")
+    copilot = Copilot(Settings(), audio_file=clip, decoder=decoder,
+                      endpoint=Endpoint(server.start(), "k", "gpt-4o-mini", local=False))
+    events: list[Event] = []
+    lock = threading.Lock()
+
+    def record(event: Event) -> None:
+        with lock:
+            events.append(event)
+
+    def seen(kind: type) -> list[Event]:
+        with lock:
+            return [e for e in events if isinstance(e, kind)]
+
+    copilot.bus.subscribe(record)
+    window = MainWindow(copilot, Settings(), settings_path=tmp_path / "s.toml",
+                        hotkey_backend=AcceptingBackend(), state_file=tmp_path / "w.ini")
+    qtbot.addWidget(window)
+    window.show()
+    qtbot.waitExposed(window)
+    try:
+        copilot.start()
+        qtbot.waitUntil(lambda: bool(seen(AnswerDoneEvent)), timeout=30_000)
+        answer = "".join(e.text for e in seen(TokenEvent))  # type: ignore[attr-defined]
+        qtbot.waitUntil(lambda: window.panes.answer.current_answer() == answer, timeout=5_000)
+        qtbot.waitUntil(lambda: bool(seen(PaintedEvent)), timeout=5_000)
+    finally:
+        window.close_resources()
+        copilot.shutdown()
+    final = seen(FinalEvent)[0]
+    assert "interested" in final.text.lower()  # type: ignore[attr-defined]
+    assert "interested" in answer.lower()  # the test server answers the question it was asked
+    painted = seen(PaintedEvent)
+    assert all(0.0 <= p.latency < 1.0 for p in painted)  # type: ignore[attr-defined]

@@ -1,0 +1,87 @@
+"""Test doubles for the window: a controller whose events come from a background thread,
+an in-memory keyring, and hotkey backends that refuse or accept."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterable
+
+import keyring.backend
+import keyring.errors
+
+from app.events import Event
+from app.ui.fake import ScriptedController
+from app.ui.hotkeys import Hotkey
+
+
+class FakeController(ScriptedController):
+    """The Controller protocol with call recording, plus ``emit_from_thread``."""
+
+    def emit_from_thread(self, events: Iterable[Event], gap: float = 0.0) -> threading.Thread:
+        items = list(events)
+
+        def run() -> None:
+            for event in items:
+                self.bus.emit(event)
+                if gap:
+                    time.sleep(gap)
+
+        thread = threading.Thread(target=run, name="fake-stage", daemon=True)
+        thread.start()
+        return thread
+
+
+class MemoryKeyring(keyring.backend.KeyringBackend):
+    priority = 1  # type: ignore[assignment]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.store: dict[tuple[str, str], str] = {}
+
+    def get_password(self, service: str, username: str) -> str | None:
+        return self.store.get((service, username))
+
+    def set_password(self, service: str, username: str, password: str) -> None:
+        self.store[(service, username)] = password
+
+    def delete_password(self, service: str, username: str) -> None:
+        if (service, username) not in self.store:
+            raise keyring.errors.PasswordDeleteError(username)
+        del self.store[(service, username)]
+
+
+class RefusingBackend:
+    """An OS that says another application owns every combination."""
+
+    name = "refusing"
+
+    def __init__(self) -> None:
+        self.attempts: list[str] = []
+
+    def unavailable(self) -> str | None:
+        return None
+
+    def register(self, action: str, hotkey: Hotkey, callback: Callable[[], None]) -> str | None:
+        self.attempts.append(action)
+        return f"{hotkey.display()} is already used by another application"
+
+    def unregister_all(self) -> None:
+        return None
+
+
+class AcceptingBackend:
+    name = "accepting"
+
+    def __init__(self) -> None:
+        self.callbacks: dict[str, Callable[[], None]] = {}
+
+    def unavailable(self) -> str | None:
+        return None
+
+    def register(self, action: str, hotkey: Hotkey, callback: Callable[[], None]) -> str | None:
+        self.callbacks[action] = callback
+        return None
+
+    def unregister_all(self) -> None:
+        self.callbacks.clear()
