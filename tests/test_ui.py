@@ -548,3 +548,13 @@ def test_run_window_starts_and_shuts_down(tmp_path: Path) -> None:
     out = subprocess.run([sys.executable, "-c", _RUN_WINDOW, str(tmp_path)], cwd=root, env=env,
                          capture_output=True, text=True, timeout=120)
     assert out.returncode == 0 and "ok" in out.stdout, out.stderr[-2000:]
+
+
+def test_about_lists_versions_and_model_licences(qtbot: QtBot, window: MainWindow,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    from app.ui import window as window_module
+
+    shown: list[str] = []
+    monkeypatch.setattr(window_module.QMessageBox, "about", lambda _parent, _title, text: shown.append(text))
+    window.show_about()
+    assert shown and "faster-whisper" in shown[0] and "Apache" in shown[0] and "MIT" in shown[0]

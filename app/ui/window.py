@@ -20,6 +20,7 @@ from PySide6.QtWidgets import (
     QFileDialog,
     QHBoxLayout,
     QMainWindow,
+    QMessageBox,
     QPushButton,
     QVBoxLayout,
     QWidget,
@@ -192,6 +193,17 @@ class MainWindow(QMainWindow):
         clear = QAction("&Clear panes", self)
         clear.triggered.connect(self._clear_panes)
         view.addAction(clear)
+
+        help_menu = bar.addMenu("&Help")
+        about = QAction("&About Interview Copilot", self)
+        about.triggered.connect(self.show_about)
+        help_menu.addAction(about)
+
+    def show_about(self) -> None:
+        """Versions of the bundled components and the models' licences."""
+        from app.about import about_text
+
+        QMessageBox.about(self, "About Interview Copilot", about_text())
 
     # --- settings and appearance ------------------------------------------------------
 
