@@ -24,29 +24,10 @@ from app.secrets import (
     redact,
     set_api_key,
 )
+from tests.memory_keyring import MemoryKeyring
 
 KEY = "sk-proj-TESTkey1234567890abcdefXYZ"
 NO_ENV: dict[str, str] = {}
-
-
-class MemoryKeyring(keyring.backend.KeyringBackend):
-    priority = 1
-
-    def __init__(self) -> None:
-        super().__init__()  # type: ignore[no-untyped-call]
-        self.store: dict[tuple[str, str], str] = {}
-
-    def get_password(self, service: str, username: str) -> str | None:
-        return self.store.get((service, username))
-
-    def set_password(self, service: str, username: str, password: str) -> None:
-        self.store[(service, username)] = password
-
-    def delete_password(self, service: str, username: str) -> None:
-        try:
-            del self.store[(service, username)]
-        except KeyError:
-            raise keyring.errors.PasswordDeleteError("not found") from None
 
 
 class BrokenKeyring(keyring.backend.KeyringBackend):

@@ -7,12 +7,12 @@ import threading
 import time
 from collections.abc import Callable, Iterable
 
-import keyring.backend
-import keyring.errors
-
 from app.events import Event
 from app.ui.fake import ScriptedController
 from app.ui.hotkeys import Hotkey
+from tests.memory_keyring import MemoryKeyring
+
+__all__ = ["MemoryKeyring"]
 
 
 class FakeController(ScriptedController):
@@ -30,25 +30,6 @@ class FakeController(ScriptedController):
         thread = threading.Thread(target=run, name="fake-stage", daemon=True)
         thread.start()
         return thread
-
-
-class MemoryKeyring(keyring.backend.KeyringBackend):
-    priority = 1  # type: ignore[assignment]
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.store: dict[tuple[str, str], str] = {}
-
-    def get_password(self, service: str, username: str) -> str | None:
-        return self.store.get((service, username))
-
-    def set_password(self, service: str, username: str, password: str) -> None:
-        self.store[(service, username)] = password
-
-    def delete_password(self, service: str, username: str) -> None:
-        if (service, username) not in self.store:
-            raise keyring.errors.PasswordDeleteError(username)
-        del self.store[(service, username)]
 
 
 class RefusingBackend:

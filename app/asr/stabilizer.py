@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from os.path import commonprefix  # works on any sequences, not only paths
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,22 +35,13 @@ class LocalAgreement:
 
     def update(self, words: list[str]) -> Stabilized:
         current = [_norm(w) for w in words]
-        agreed = _common_prefix(self._previous, current)
-        kept = _common_prefix(self._committed, current)
+        agreed = commonprefix([self._previous, current])  # noqa: RUF071 - word lists
+        kept = commonprefix([self._committed, current])  # noqa: RUF071 - word lists
         # A revision of a committed word (rare: the model changed its mind after two
         # agreeing passes) is accepted rather than hidden; otherwise commitment only grows.
         self._committed = current[: max(len(agreed), len(kept))]
         self._previous = current
         return Stabilized(text=" ".join(words), stable=" ".join(words[: len(self._committed)]))
-
-
-def _common_prefix(a: list[str], b: list[str]) -> list[str]:
-    n = 0
-    for x, y in zip(a, b, strict=False):
-        if x != y:
-            break
-        n += 1
-    return b[:n]
 
 
 def _norm(word: str) -> str:

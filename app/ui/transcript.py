@@ -7,6 +7,8 @@ colour and the still-changing tail lighter, and its final replaces it in place.
 
 from __future__ import annotations
 
+from os.path import commonprefix  # works on any sequences, not only paths
+
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QColor, QTextBlockFormat, QTextCharFormat, QTextCursor
 from PySide6.QtWidgets import QTextEdit, QWidget
@@ -34,7 +36,7 @@ class TranscriptView(QTextEdit):
         if utterance in self._finals:
             return  # a late partial must not undo the final
         if not stable or not text.startswith(stable):
-            stable = _common_prefix(stable, text)
+            stable = commonprefix([stable, text])  # noqa: RUF071 - characters
         self._write(utterance, [(_clean(stable), False), (_clean(text[len(stable):]), True)])
 
     def show_final(self, utterance: int, text: str) -> None:
@@ -84,10 +86,3 @@ def _clean(text: str) -> str:
     return text.replace("\r", " ").replace("\n", " ")
 
 
-def _common_prefix(a: str, b: str) -> str:
-    n = 0
-    for x, y in zip(a, b, strict=False):
-        if x != y:
-            break
-        n += 1
-    return b[:n]
