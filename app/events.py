@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import IO, Any, ClassVar, Literal
 
@@ -253,9 +253,9 @@ class EventBus:
 class JsonlWriter:
     """Writes events as JSON lines, flushed per event so a crash loses nothing."""
 
-    def __init__(self, stream: IO[str], *, skip: tuple[str, ...] = ("level",)) -> None:
-        self._stream = stream
-        self._skip = skip
+    def __init__(self, stream: IO[str], *, skip: Iterable[str] = ("level",)) -> None:
+        self._stream: IO[str] | None = stream
+        self._skip = frozenset(skip)
         self._lock = threading.Lock()
 
     def __call__(self, event: Event) -> None:
@@ -263,5 +263,13 @@ class JsonlWriter:
             return
         line = to_json(event)
         with self._lock:
-            self._stream.write(line + "\n")
-            self._stream.flush()
+            if self._stream is not None:
+                self._stream.write(line + "\n")
+                self._stream.flush()
+
+    def close(self) -> None:
+        """Close the stream; events that still arrive from other threads are dropped."""
+        with self._lock:
+            if self._stream is not None:
+                self._stream.close()
+            self._stream = None

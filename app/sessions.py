@@ -11,16 +11,15 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 from app import events as ev
 from app.config import data_dir
-from app.events import Event, EventBus, to_json
+from app.events import Event, EventBus, JsonlWriter
 
 SKIP = ("level",)
 """Meter readings: dozens a second, worthless after the fact."""
@@ -46,8 +45,7 @@ class SessionLog:
             path = sessions_dir() / f"session-{stamp}.jsonl"
         path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
-        self._stream: IO[str] | None = path.open("a", encoding="utf-8")
-        self._lock = threading.Lock()
+        self._writer = JsonlWriter(path.open("a", encoding="utf-8"), skip=SKIP)
         self._unsubscribe: Callable[[], None] | None = None
         self._bus: EventBus | None = None
 
@@ -66,21 +64,11 @@ class SessionLog:
         self._bus = None
 
     def __call__(self, event: Event) -> None:
-        if event.name in SKIP:
-            return
-        line = to_json(event) + "\n"
-        with self._lock:
-            if self._stream is None:
-                return
-            self._stream.write(line)
-            self._stream.flush()
+        self._writer(event)
 
     def close(self) -> None:
         self.detach()
-        with self._lock:
-            if self._stream is not None:
-                self._stream.close()
-            self._stream = None
+        self._writer.close()
 
 
 @dataclass(frozen=True)
