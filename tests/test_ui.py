@@ -558,3 +558,111 @@ def test_about_lists_versions_and_model_licences(qtbot: QtBot, window: MainWindo
     monkeypatch.setattr(window_module.QMessageBox, "about", lambda _parent, _title, text: shown.append(text))
     window.show_about()
     assert shown and "faster-whisper" in shown[0] and "Apache" in shown[0] and "MIT" in shown[0]
+
+
+# --- latency breakdown bar and session view ---------------------------------------------
+
+
+def _two_turns() -> list[Event]:
+    """Turn 1: a speculative request leaves before the endpoint and hits.  Turn 2: the
+    guess misses and the final request is sent after the final transcript."""
+    return [
+        VadEvent(t=0.2, speech=True),
+        VadEvent(t=1.0, speech=False),
+        RequestEvent(t=1.25, turn=1, request=1, kind="speculative", text="q1"),
+        EndpointEvent(t=1.3, utterance=0, reason="question", silence=0.3),
+        FinalEvent(t=1.31, utterance=0, text="q1", audio_end=1.0),
+        SpeculationEvent(t=1.315, turn=1, request=1, outcome="hit", similarity=0.97),
+        FirstTokenEvent(t=1.5, turn=1, request=1, ttft=0.25),
+        TokenEvent(t=1.51, turn=1, text="A"),
+        TokenEvent(t=1.52, turn=1, text=" one."),
+        PaintedEvent(t=1.53, turn=1, latency=0.02),
+        VadEvent(t=4.0, speech=True),
+        VadEvent(t=5.0, speech=False),
+        RequestEvent(t=5.4, turn=2, request=2, kind="speculative", text="q2?"),
+        EndpointEvent(t=5.6, utterance=1, reason="silence", silence=0.6),
+        FinalEvent(t=5.7, utterance=1, text="q2 really", audio_end=5.0),
+        SpeculationEvent(t=5.71, turn=2, request=2, outcome="miss", similarity=0.4),
+        RequestEvent(t=5.72, turn=2, request=3, kind="final", text="q2 really"),
+        FirstTokenEvent(t=6.1, turn=2, request=3, ttft=0.38),
+        TokenEvent(t=6.11, turn=2, text="B"),
+        PaintedEvent(t=6.14, turn=2, latency=0.03),
+    ]
+
+
+def _durations_ms(window: MainWindow) -> dict[str, int]:
+    return {s.key: round(s.duration * 1000) for s in window.status.breakdown.segments()}
+
+
+def test_breakdown_bar_partitions_the_last_turn(
+    qtbot: QtBot, window: MainWindow, controller: FakeController
+) -> None:
+    events = _two_turns()
+    controller.emit_from_thread(events[:10])
+    bar = window.status.breakdown
+    qtbot.waitUntil(lambda: bar.turn is not None and bar.turn.shown is not None, timeout=3000)
+    assert _durations_ms(window) == {"endpoint": 300, "final": 10, "llm": 190, "held": 10, "paint": 20}
+    assert bar.turn is not None and bar.turn.llm_span is not None
+    assert [round(x * 1000) for x in bar.turn.llm_span] == [250, 500]  # starts inside the wait
+    assert round(bar.segments()[-1].end * 1000) == 530 == round((bar.turn.response or 0) * 1000)
+    tip = bar.toolTip()
+    assert "530 ms" in tip and "190 ms" in tip and "250 ms" in tip and "before the endpoint" in tip
+    assert not bar.grab().isNull()
+
+    controller.emit_from_thread(events[10:])
+    qtbot.waitUntil(lambda: bar.turn is not None and bar.turn.turn == 2 and bar.turn.shown is not None,
+                    timeout=3000)
+    assert _durations_ms(window) == {"endpoint": 600, "final": 100, "llm": 400, "held": 10, "paint": 30}
+    assert bar.height() <= 20
+    assert not bar.grab().isNull()
+
+
+def test_latency_view_lists_turns_live_with_outcome_colours(
+    qtbot: QtBot, window: MainWindow, controller: FakeController
+) -> None:
+    from app.ui.latency_view import outcome_colors
+
+    view = window.open_latency_view()
+    assert not view.isModal() and view.isVisible()
+    assert window.open_latency_view() is view  # one dialog, raised again
+    assert view.chart.rows == () and "median" not in view.summary.text()
+    assert not view.grab().isNull()
+
+    controller.emit_from_thread(_two_turns())
+    qtbot.waitUntil(lambda: len(view.chart.rows) == 2 and all(r.painted for r in view.chart.rows),
+                    timeout=3000)
+    rows = view.chart.rows
+    assert [(r.turn, round(r.latency * 1000), r.outcome) for r in rows] == [
+        (1, 530, "hit"), (2, 1140, "miss")]
+    colors = outcome_colors(window._theme)
+    assert [view.chart.bar_color(r).name() for r in rows] == [colors["hit"], colors["miss"]]
+    assert view.summary.text().startswith("2 turns · median 835 ms · p95 1140 ms")
+    assert not view.grab().isNull()
+
+    controller.emit_from_thread([  # a turn with no speculation, and a regeneration (left out)
+        VadEvent(t=9.0, speech=False),
+        EndpointEvent(t=9.5, utterance=2, reason="silence", silence=0.5),
+        FinalEvent(t=9.6, utterance=2, text="q3", audio_end=9.0),
+        RequestEvent(t=9.61, turn=3, request=4, kind="final", text="q3"),
+        FirstTokenEvent(t=9.9, turn=3, request=4, ttft=0.29),
+        TokenEvent(t=9.91, turn=3, text="C"),
+        RequestEvent(t=12.0, turn=4, request=5, kind="regenerate", text="q3"),
+        TokenEvent(t=12.3, turn=4, text="C again"),
+    ])
+    qtbot.waitUntil(lambda: len(view.chart.rows) == 3 and view.note.isVisibleTo(view), timeout=3000)
+    third = view.chart.rows[2]
+    assert (third.turn, round(third.latency * 1000), third.outcome) == (3, 910, "none")
+    assert view.chart.bar_color(third).name() == colors["none"]
+    assert "1 regenerated answer" in view.note.text()
+
+
+def test_latency_view_and_bar_render_empty(qtbot: QtBot, window: MainWindow) -> None:
+    window.show()
+    qtbot.waitExposed(window)
+    assert window.status.breakdown.segments() == []
+    assert not window.status.breakdown.grab().isNull()
+    view = window.open_latency_view()
+    qtbot.waitExposed(view)
+    assert not view.grab().isNull()
+    assert view.chart.rows == () and not view.note.isVisibleTo(view)
+    view.close()

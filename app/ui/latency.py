@@ -9,12 +9,17 @@ a negative duration hidden inside a sum.
 
 from __future__ import annotations
 
+import math
+import statistics
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Literal
 
 from app.events import (
     AnswerDoneEvent,
     EndpointEvent,
     Event,
+    FinalEvent,
     FirstTokenEvent,
     PaintedEvent,
     RequestEvent,
@@ -23,6 +28,37 @@ from app.events import (
     TurnStatsEvent,
     VadEvent,
 )
+
+Outcome = Literal["hit", "miss", "none"]
+"""A turn's speculation, as the session view colours it: a guess was shown (``hit``), guesses
+were sent and thrown away (``miss``, which includes ``cancelled``), or none was sent."""
+
+SegmentKey = Literal["endpoint", "final", "llm", "held", "paint"]
+
+SEGMENT_LABELS: dict[SegmentKey, str] = {
+    "endpoint": "endpoint wait",
+    "final": "final transcript",
+    "llm": "LLM",
+    "held": "held",
+    "paint": "paint",
+}
+
+
+@dataclass(frozen=True)
+class Segment:
+    """One stretch of a turn's timeline, seconds after the origin, named by what it waited on."""
+
+    key: SegmentKey
+    start: float
+    end: float
+
+    @property
+    def duration(self) -> float:
+        return self.end - self.start
+
+    @property
+    def label(self) -> str:
+        return SEGMENT_LABELS[self.key]
 
 
 @dataclass
@@ -33,6 +69,10 @@ class TurnLatency:
     silence_at: float
     """Session time the timeline is measured from (speech end, or the request itself)."""
     endpoint: float | None = None
+    final: float | None = None
+    """The final transcript of the utterance the endpoint closed (the answer's question)."""
+    utterance: int | None = None
+    """That utterance, so a final that lands after the first token still finds its turn."""
     request: float | None = None
     request_kind: str | None = None
     first_token: float | None = None
@@ -48,6 +88,50 @@ class TurnLatency:
     def response(self) -> float | None:
         """Silence → first words on screen; falls back to the token hand-over if unpainted."""
         return self.shown if self.shown is not None else self.token
+
+    @property
+    def outcome(self) -> Outcome:
+        """The turn's last speculation verdict (a hit is never followed by a later verdict)."""
+        if not self.speculation:
+            return "none"
+        return "hit" if self.speculation.startswith("hit") else "miss"
+
+    @property
+    def llm_span(self) -> tuple[float, float] | None:
+        """Request sent → its first token: the whole LLM wait, which may start before the endpoint."""
+        if self.request is None or self.first_token is None:
+            return None
+        return (self.request, self.first_token)
+
+    def segments(self) -> list[Segment]:
+        """The timeline origin → painted, cut into consecutive parts that add up to ``response``.
+
+        Each boundary is the later of its milestone and the previous boundary, so the parts
+        never overlap and never go negative: endpoint wait (origin → endpoint), final
+        transcript (endpoint → final), LLM (final → first token), held (first token →
+        handed to the window: a speculative answer waits for its confirmation here) and
+        paint (hand-over → painted).  The LLM part is therefore only the wait the user
+        still *saw* after the question was final; when a speculative request left earlier,
+        the rest of its time ran hidden under the endpoint wait, and :attr:`llm_span` gives
+        the whole request → first token span for drawing that overlap.  Missing milestones
+        (no endpoint for a regenerated answer, no paint yet) drop their part.
+        """
+        marks: list[tuple[SegmentKey, float | None]] = [
+            ("endpoint", self.endpoint),
+            ("final", self.final),
+            ("llm", self.first_token),
+            ("held", self.token),
+            ("paint", self.shown),
+        ]
+        out: list[Segment] = []
+        at = 0.0
+        for key, mark in marks:
+            if mark is None:
+                continue
+            end = max(at, mark)
+            out.append(Segment(key, at, end))
+            at = end
+        return out
 
     def describe(self) -> str:
         """One line for the status bar: total, then the milestones."""
@@ -121,6 +205,8 @@ class LatencyTracker:
     _speaking: bool = False
     _endpoint_t: float | None = None
     _endpoint_silence_from: float | None = None
+    _endpoint_utterance: int | None = None
+    _finals: dict[int, float] = field(default_factory=dict)
     _requests: dict[tuple[int, int], _Request] = field(default_factory=dict)
     _hits: dict[int, int] = field(default_factory=dict)
     _outcome: dict[int, str] = field(default_factory=dict)
@@ -138,7 +224,15 @@ class LatencyTracker:
             self._endpoint_t = event.t
             silent = not self._speaking and self._speech_end is not None
             self._endpoint_silence_from = self._speech_end if silent else event.t
+            self._endpoint_utterance = event.utterance
             return False
+        if isinstance(event, FinalEvent):
+            self._finals.setdefault(event.utterance, event.t)
+            late = self.last  # a final after the answer reached the window (rare): fill it in
+            if late is None or late.utterance != event.utterance or late.final is not None:
+                return False
+            late.final = event.t - late.silence_at
+            return True
         if isinstance(event, RequestEvent):
             self._requests[(event.turn, event.request)] = _Request(event.t, event.kind)
             return False
@@ -209,6 +303,11 @@ class LatencyTracker:
             endpoint = self._endpoint_t - origin
         lat = TurnLatency(turn=token.turn, silence_at=origin, endpoint=endpoint,
                           origin="silence" if endpoint is not None else "request")
+        if endpoint is not None and self._endpoint_utterance is not None:
+            lat.utterance = self._endpoint_utterance
+            final_t = self._finals.get(self._endpoint_utterance)
+            if final_t is not None:
+                lat.final = final_t - origin
         if chosen is not None:
             lat.request = chosen.t - origin
             lat.request_kind = chosen.kind
@@ -227,3 +326,21 @@ class LatencyTracker:
 
     def turn(self, turn: int) -> TurnLatency | None:
         return self._turns.get(turn)
+
+    def turns(self) -> list[TurnLatency]:
+        """Every answered turn, in the order its answer first reached the window."""
+        return list(self._turns.values())
+
+
+def median(values: Sequence[float]) -> float | None:
+    return statistics.median(values) if values else None
+
+
+def percentile(values: Sequence[float], q: float) -> float | None:
+    """Nearest-rank percentile: always a latency that really happened, even with few turns
+    (with fewer than 20 turns p95 is simply the slowest one)."""
+    if not values:
+        return None
+    ordered = sorted(values)
+    rank = max(1, math.ceil(q * len(ordered)))
+    return ordered[rank - 1]

@@ -2,15 +2,20 @@
 
 Two rows so a compact window still shows the latency breakdown in full: row one is the
 live state (listening/speaking/thinking, level meter, low-latency mode, session tokens and
-cost), row two the last turn's latency timeline and speculation outcome.
+cost), row two the last turn's latency timeline and speculation outcome, with the same
+turn drawn underneath as a stacked bar so where the time went reads at a glance.
 """
 
 from __future__ import annotations
 
-from PySide6.QtCore import QRectF, QSize, Qt
-from PySide6.QtGui import QColor, QPainter, QPaintEvent
-from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QVBoxLayout, QWidget
+from html import escape
 
+from PySide6.QtCore import QRectF, QSize, Qt
+from PySide6.QtGui import QColor, QFont, QFontMetricsF, QPainter, QPaintEvent, QPen
+from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QSizePolicy, QVBoxLayout, QWidget
+
+from app.ui.latency import Segment, SegmentKey, TurnLatency
+from app.ui.qtcompat import protect_singletons
 from app.ui.theme import LIGHT, Theme
 
 FLOOR_DBFS = -60.0
@@ -56,6 +61,165 @@ class LevelMeter(QWidget):
             )
             p.setBrush(QColor(color))
             p.drawRoundedRect(QRectF(rect.x(), rect.y(), rect.width() * frac, rect.height()), 4, 4)
+        p.end()
+
+
+def segment_colors(theme: Theme) -> dict[SegmentKey, str]:
+    """Greys for the parts spent on the interviewer's side (silence, transcript), colour for
+    the parts the answer path owns, so a slow model or a slow paint stands out."""
+    return {
+        "endpoint": theme.faint,
+        "final": theme.muted,
+        "llm": theme.accent,
+        "held": theme.warn,
+        "paint": theme.good,
+    }
+
+
+def _ms(seconds: float) -> str:
+    return f"{seconds * 1000:.0f} ms"
+
+
+def _on(color: QColor) -> QColor:
+    """Black or white, whichever reads better on ``color`` (perceived luminance)."""
+    luma = 0.299 * color.redF() + 0.587 * color.greenF() + 0.114 * color.blueF()
+    return QColor("#111418") if luma > 0.6 else QColor("#ffffff")
+
+
+_TIP_LABELS: dict[SegmentKey, str] = {
+    "endpoint": "endpoint wait (silence → turn over)",
+    "final": "final transcript",
+    "llm": "LLM, still waiting for the 1st token",
+    "held": "held until the guess was confirmed",
+    "paint": "painted",
+}
+
+
+def breakdown_tooltip(lat: TurnLatency | None, theme: Theme) -> str:
+    """The bar's numbers as a small table, and what the LLM span looked like in full."""
+    if lat is None or lat.response is None:
+        return "Last turn: no answer yet.\nThe bar splits the next answer's response latency."
+    origin = "speech end" if lat.origin == "silence" else "request sent"
+    end = "first words painted" if lat.shown is not None else "tokens handed to the window"
+    colors = segment_colors(theme)
+    rows = []
+    for seg in lat.segments():
+        swatch = f"<span style='color:{colors[seg.key]}'>■</span>"
+        rows.append(f"<tr><td>{swatch} {escape(_TIP_LABELS[seg.key])}</td>"
+                    f"<td align='right'>&nbsp;&nbsp;{seg.duration * 1000:.0f} ms</td></tr>")
+    notes: list[str] = []
+    span = lat.llm_span
+    if span is not None:
+        request, first = span
+        note = f"Request → 1st token: {_ms(first - request)} in all (the strip under the bar)"
+        if lat.endpoint is not None and request < lat.endpoint:
+            kind = "speculatively " if lat.request_kind == "speculative" else ""
+            note += f";\nsent {kind}{_ms(lat.endpoint - request)} before the endpoint"
+        notes.append(note)
+    if lat.speculation:
+        notes.append(f"Speculation: {lat.speculation}")
+    html = (f"<b>Last turn {_ms(lat.response)}</b>, {origin} → {end}"
+            f"<table cellspacing='0' cellpadding='1'>{''.join(rows)}</table>")
+    return html + "<br>".join(escape(n, quote=False).replace("\n", "<br>") for n in notes)
+
+
+class LatencyBar(QWidget):
+    """The last turn as one stacked bar: a partition of speech end → painted.
+
+    The bar always spans the whole widget (the total is in the text above it); its parts
+    are :meth:`app.ui.latency.TurnLatency.segments`, which never overlap, so their widths
+    add up to the response latency.  A request that left before the question was final
+    would otherwise be invisible, so its full request → first-token span is drawn in the
+    LLM colour as a tick where the request left and a thin strip along the bottom edge from
+    there: for a speculative request the LLM visibly starts inside the endpoint wait and
+    runs on into the LLM part.  Labels are drawn only where they fit.
+    """
+
+    HEIGHT = 18
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        protect_singletons()
+        super().__init__(parent)
+        self._theme = LIGHT
+        self._turn: TurnLatency | None = None
+        self.setFixedHeight(self.HEIGHT)
+        self.setMinimumWidth(120)
+        self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
+        self.setAccessibleName("Last turn latency breakdown")
+        self.setToolTip(breakdown_tooltip(None, self._theme))
+
+    @property
+    def turn(self) -> TurnLatency | None:
+        return self._turn
+
+    def segments(self) -> list[Segment]:
+        return self._turn.segments() if self._turn is not None else []
+
+    def set_turn(self, lat: TurnLatency | None) -> None:
+        self._turn = lat
+        self.setToolTip(breakdown_tooltip(lat, self._theme))
+        self.setAccessibleDescription(lat.describe() if lat is not None else "No answer yet")
+        self.update()
+
+    def apply_theme(self, theme: Theme) -> None:
+        self._theme = theme
+        self.setToolTip(breakdown_tooltip(self._turn, theme))
+        self.update()
+
+    def sizeHint(self) -> QSize:
+        return QSize(240, self.HEIGHT)
+
+    def paintEvent(self, e: QPaintEvent) -> None:
+        t = self._theme
+        p = QPainter(self)
+        p.setRenderHint(QPainter.RenderHint.Antialiasing)
+        rect = QRectF(self.rect()).adjusted(0.5, 0.5, -0.5, -0.5)
+        p.setPen(Qt.PenStyle.NoPen)
+        p.setBrush(QColor(t.surface))
+        p.drawRoundedRect(rect, 4, 4)
+        segments = [s for s in self.segments() if s.duration > 0]
+        total = segments[-1].end if segments else 0.0
+        if total <= 0:
+            p.setPen(QPen(QColor(t.border)))
+            p.setBrush(Qt.BrushStyle.NoBrush)
+            p.drawRoundedRect(rect, 4, 4)
+            p.end()
+            return
+        clip = QRectF(rect)
+        p.setClipRect(clip)
+        scale = rect.width() / total
+        font = QFont(self.font())
+        size = font.pointSizeF() if font.pointSizeF() > 0 else 9.0
+        font.setPointSizeF(max(6.5, size * 0.78))
+        p.setFont(font)
+        metrics = QFontMetricsF(font)
+        colors = segment_colors(t)
+        path_rect = rect
+        for seg in segments:
+            x0 = rect.x() + seg.start * scale
+            x1 = rect.x() + seg.end * scale
+            part = QRectF(x0, rect.y(), max(x1 - x0, 1.0), rect.height())
+            color = QColor(colors[seg.key])
+            p.setClipRect(part.intersected(path_rect))
+            p.setPen(Qt.PenStyle.NoPen)
+            p.setBrush(color)
+            p.drawRoundedRect(rect, 4, 4)  # clipped: only the ends of the bar are rounded
+            text = f"{seg.label} {seg.duration * 1000:.0f}"
+            if metrics.horizontalAdvance(text) + 6 > part.width():
+                text = f"{seg.duration * 1000:.0f}"
+            if metrics.horizontalAdvance(text) + 6 <= part.width():
+                p.setPen(_on(color))
+                p.drawText(part.adjusted(0, -1, 0, -1), Qt.AlignmentFlag.AlignCenter, text)
+        p.setClipping(False)
+        span = self._turn.llm_span if self._turn is not None else None
+        if span is not None:
+            x0 = rect.x() + max(0.0, span[0]) * scale
+            x1 = rect.x() + min(total, span[1]) * scale
+            p.setPen(Qt.PenStyle.NoPen)
+            p.setBrush(QColor(colors["llm"]))
+            p.setClipRect(rect)
+            p.drawRect(QRectF(x0, rect.bottom() - 3, max(x1 - x0, 1.0), 3))
+            p.drawRect(QRectF(x0, rect.y(), 1.5, rect.height()))  # the request leaving
         p.end()
 
 
@@ -109,8 +273,10 @@ class StatusPanel(QFrame):
         self.latency_label.setMinimumWidth(120)
         self.speculation_label = QLabel("")  # kept for tests/tools; shown inside the line
         bottom.addWidget(self.latency_label, 1)
+        self.breakdown = LatencyBar()
         outer.addLayout(top)
         outer.addLayout(bottom)
+        outer.addWidget(self.breakdown)
         self.message_label = QLabel("")
         self.message_label.setObjectName("metric")
         self.message_label.setWordWrap(True)
@@ -142,6 +308,10 @@ class StatusPanel(QFrame):
             "regenerated answer): endpoint decided, request sent (spec. = speculative, sent "
             "before the endpoint), first token received, first words painted.")
 
+    def set_breakdown(self, lat: TurnLatency | None) -> None:
+        """Redraw the stacked bar for ``lat`` (the tracker's last turn; None before any)."""
+        self.breakdown.set_turn(lat)
+
     def set_speculation(self, text: str) -> None:
         self.speculation_label.setText(text)
 
@@ -155,5 +325,6 @@ class StatusPanel(QFrame):
     def apply_theme(self, theme: Theme) -> None:
         self._theme = theme
         self.meter.apply_theme(theme)
+        self.breakdown.apply_theme(theme)
         self.set_state(self.state)
         self.set_low_latency(self._low)

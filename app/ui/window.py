@@ -46,6 +46,7 @@ from app.ui.banner import BannerArea
 from app.ui.bridge import BusPoster, EventBridge
 from app.ui.hotkeys import GlobalBackend, HotkeyManager
 from app.ui.latency import LatencyTracker
+from app.ui.latency_view import LatencyView
 from app.ui.panes import Panes
 from app.ui.qtcompat import protect_singletons
 from app.ui.settings_dialog import SettingsDialog
@@ -78,6 +79,7 @@ class MainWindow(QMainWindow):
         self.session_log = session_log
         self.quit_on_close = False
         self.tracker = LatencyTracker()
+        self._latency_view: LatencyView | None = None
         self._state_file = state_file or (config_dir() / "window.ini")
         self._theme = themes.LIGHT
         self._speaking = False
@@ -190,6 +192,10 @@ class MainWindow(QMainWindow):
             theme_menu.addAction(action)
             self.theme_actions[mode] = action
         view.addSeparator()
+        latency = QAction("Response &latency…", self)
+        latency.triggered.connect(self.open_latency_view)
+        view.addAction(latency)
+        view.addSeparator()
         clear = QAction("&Clear panes", self)
         clear.triggered.connect(self._clear_panes)
         view.addAction(clear)
@@ -204,6 +210,15 @@ class MainWindow(QMainWindow):
         from app.about import about_text
 
         QMessageBox.about(self, "About Interview Copilot", about_text())
+
+    def open_latency_view(self) -> LatencyView:
+        """The session's response latencies; one non-modal dialog, raised if already open."""
+        if self._latency_view is None:
+            self._latency_view = LatencyView(self.tracker, self.bridge, self)
+        self._latency_view.show()
+        self._latency_view.raise_()
+        self._latency_view.activateWindow()
+        return self._latency_view
 
     # --- settings and appearance ------------------------------------------------------
 
@@ -301,6 +316,7 @@ class MainWindow(QMainWindow):
         if self.tracker.feed(event):
             if self.tracker.last is not None:
                 self.status.set_latency(self.tracker.last.describe())
+                self.status.set_breakdown(self.tracker.last)
                 self.status.set_speculation(self.tracker.last.speculation or "")
             self.status.set_cost(self.tracker.totals.describe())
         if isinstance(event, VadEvent):
