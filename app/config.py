@@ -60,6 +60,9 @@ class TurnConfig(_Section):
     """Endpointing thresholds (all in milliseconds of silence after the last voiced frame)."""
 
     speculate_silence_ms: int = Field(default=250, ge=0, le=5000)
+    speculate_min_pause_ms: int = Field(default=150, ge=0, le=5000)
+    """End-word and long-question guesses wait for this much silence: shorter gaps are
+    between words (and commas) of a question still being asked."""
     speculate_min_question_chars: int = Field(default=30, ge=1, le=1000)
     endpoint_silence_ms: int = Field(default=800, ge=100, le=10000)
     """The turn is over after this much silence..."""

@@ -275,3 +275,20 @@ def test_cancel_answer_stops_the_stream(server: FakeServer) -> None:
         assert rec.of(SpeculationEvent) == []  # an answer is not a speculation
     finally:
         engine.stop()
+
+
+def test_a_finished_guess_that_is_superseded_counts_as_wasted(server: FakeServer) -> None:
+    engine, rec, bus = make_engine(server)
+    try:
+        speculate(bus, "Tell me about a time you disagreed with your manager.")
+        rec.wait(lambda r: bool(server.chat_requests()) and server.chat_requests()[0].finished)
+        speculate(bus, "Tell me about a time you disagreed with your manager. How did you handle it?")
+        final(bus, "Tell me about a time you disagreed with your manager. How did you handle it?")
+        rec.wait(lambda r: bool(r.of(TurnStatsEvent)))
+        assert [e.outcome for e in rec.of(SpeculationEvent)] == ["cancelled", "hit"]
+        stats = rec.of(TurnStatsEvent)[-1]
+        assert stats.requests == 2 and stats.wasted_prompt_tokens > 0 and stats.wasted_completion_tokens > 0
+        shown_request = rec.of(AnswerDoneEvent)[0].request
+        assert next(e.text for e in rec.of(RequestEvent) if e.request == shown_request).endswith("handle it?")
+    finally:
+        engine.stop()

@@ -28,31 +28,40 @@ def test_no_decision_while_the_partial_lags_the_voice() -> None:
 def test_current_long_question_speculates_at_once() -> None:
     ep = started()
     speak_until(ep, 2.0)
-    out = ep.partial(1, "Why are you interested in this role, and why now?", "Why", 2.0, 2.03)
-    assert out == [Speculate(1, "Why are you interested in this role, and why now?", "question")]
+    text = "Why are you interested in this role, and why now?"
+    assert ep.partial(1, text, "Why", 2.0, 2.06) == []  # a gap between words, maybe
+    assert ep.tick(2.15) == [Speculate(1, text, "question")]  # a pause: guess now
+
+
+def test_a_short_gap_inside_the_question_is_no_pause() -> None:
+    ep = started()
+    speak_until(ep, 2.0)
+    assert ep.partial(1, "What is the difference between a process?", "", 2.0, 2.09) == []
+    speak_until(ep, 2.5, start=2.09)  # the speaker goes on: no guess was sent
+    assert ep.partial(1, "What is the difference between a process and a thread?", "", 2.5, 2.65)
 
 
 def test_end_word_speculates_even_when_short() -> None:
     ep = started()
     speak_until(ep, 1.5)
-    out = ep.partial(1, "Kubernetes, right?", "", 1.5, 1.5)
+    out = ep.partial(1, "Kubernetes, right?", "", 1.5, 1.65)
     assert out[0] == Speculate(1, "Kubernetes, right?", "end_word")
     ep2 = started()
     speak_until(ep2, 1.5)
-    assert ep2.partial(1, "Tell me more, you know.", "", 1.5, 1.5)[0].reason == "end_word"  # type: ignore[union-attr]
+    assert ep2.partial(1, "Tell me more, you know.", "", 1.5, 1.65)[0].reason == "end_word"  # type: ignore[union-attr]
 
 
 def test_end_word_needs_a_word_boundary() -> None:
     ep = started()
     speak_until(ep, 1.5)
-    assert ep.partial(1, "That is outright", "", 1.5, 1.5) == []
-    assert ep.partial(1, "Then you turn right", "", 1.5, 1.5) == []
+    assert ep.partial(1, "That is outright", "", 1.5, 1.65) == []
+    assert ep.partial(1, "Then you turn right", "", 1.5, 1.65) == []
 
 
 def test_end_word_ignores_the_recognisers_punctuation() -> None:
     ep = started()
     speak_until(ep, 2.0)
-    out = ep.partial(1, "How do you prioritize when everything is urgent? Right.", "", 2.0, 2.0)
+    out = ep.partial(1, "How do you prioritize when everything is urgent? Right.", "", 2.0, 2.15)
     assert out[0].reason == "end_word"  # type: ignore[union-attr]
 
 
@@ -67,7 +76,7 @@ def test_an_end_word_twice_in_a_row_shortens_the_endpoint_like_a_question() -> N
 def test_chinese_end_words() -> None:
     ep = started(language="zh")
     speak_until(ep, 1.5)
-    assert ep.partial(1, "你用过 Kubernetes，对吧？", "", 1.5, 1.5)[0].reason == "end_word"  # type: ignore[union-attr]
+    assert ep.partial(1, "你用过 Kubernetes，对吧？", "", 1.5, 1.65)[0].reason == "end_word"  # type: ignore[union-attr]
 
 
 def test_silence_speculates_after_250_ms_then_endpoints_after_800() -> None:
@@ -85,8 +94,8 @@ def test_silence_speculates_after_250_ms_then_endpoints_after_800() -> None:
 def test_same_text_speculates_once() -> None:
     ep = started()
     speak_until(ep, 2.0)
-    assert len(ep.partial(1, "Why are you interested in this role?", "", 2.0, 2.0)) == 1
-    assert ep.partial(1, "why are you interested in this role", "", 2.0, 2.1) == []
+    assert len(ep.partial(1, "Why are you interested in this role?", "", 2.0, 2.15)) == 1
+    assert ep.partial(1, "why are you interested in this role", "", 2.0, 2.2) == []
 
 
 def test_question_twice_in_a_row_shortens_the_endpoint() -> None:
@@ -94,6 +103,7 @@ def test_question_twice_in_a_row_shortens_the_endpoint() -> None:
     speak_until(ep, 2.0)
     ep.partial(1, "Why are you interested in this?", "", 1.8, 2.0)
     ep.partial(1, "Why are you interested in this role?", "Why are you", 2.0, 2.1)
+    assert ep.tick(2.15) == [Speculate(1, "Why are you interested in this role?", "question")]
     assert ep.tick(2.37) == []
     out = ep.tick(2.4)
     assert isinstance(out[-1], Endpoint) and out[-1].reason == "question"

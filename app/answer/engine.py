@@ -72,6 +72,9 @@ class _Request:
     usage: Usage | None = None
     failed: LlmError | None = None
     finished: bool = False
+    """The stream is over (complete, failed or cancelled)."""
+    settled: bool = False
+    """Accounted for, once: shown and done, or discarded as wasted."""
     cancelled: bool = False
     sent_at: float = 0.0
     task: asyncio.Task[None] | None = None
@@ -226,10 +229,10 @@ class AnswerEngine:
         turn = self._turn(event.utterance)
         if turn.answer is not None or len(turn.speculations) >= self._settings.answer.max_speculations:
             return
-        live = [r for r in turn.speculations if not r.finished and r.failed is None]
-        if any(compare(r.text, event.text, fillers=self._fillers).same for r in live):
-            return  # the same question is already being answered
-        for old in live:
+        pending = [r for r in turn.speculations if not r.settled and r.failed is None]
+        if any(compare(r.text, event.text, fillers=self._fillers).same for r in pending):
+            return  # the same question is already being answered (or was, in full)
+        for old in pending:
             self._cancel(old)
         turn.speculations.append(self._send(turn, event.text, "speculative"))
 
@@ -252,7 +255,7 @@ class AnswerEngine:
                 return
             self._cancel(candidate, report=False)  # reported as the miss
         for other in turn.speculations:
-            if other is not candidate and not other.finished:
+            if other is not candidate and not other.settled:
                 self._cancel(other)
         turn.answer = self._send(turn, event.text, "final", confirmed=True)
 
@@ -261,7 +264,7 @@ class AnswerEngine:
         for number, turn in self._turns.items():
             if number < current and turn.answer is None:
                 for request in turn.speculations:
-                    if not request.finished:
+                    if not request.settled:
                         self._cancel(request)
 
     def _regenerate(self) -> None:
@@ -275,7 +278,7 @@ class AnswerEngine:
     def _cancel_all(self) -> None:
         for turn in self._turns.values():
             for request in [*turn.speculations, *([turn.answer] if turn.answer else [])]:
-                if not request.finished:
+                if not request.settled:
                     self._cancel(request)
 
     async def _cancel_all_async(self) -> None:
@@ -298,7 +301,7 @@ class AnswerEngine:
         if request.held:
             self._emit(TokenEvent(t=self._clock.now(), turn=request.turn, text="".join(request.held)))
             request.held.clear()
-        if request.finished:
+        if request.finished and not request.settled:
             self._done(request)
 
     def _cancel(self, request: _Request, *, report: bool = True) -> None:
@@ -309,7 +312,7 @@ class AnswerEngine:
         """
         if request.task and not request.task.done():
             request.task.cancel()
-        if request.finished:
+        if request.settled:
             return
         request.finished = request.cancelled = True
         if request.confirmed:
@@ -318,6 +321,11 @@ class AnswerEngine:
         if report:
             self._emit(SpeculationEvent(t=self._clock.now(), turn=request.turn, request=request.id,
                                         outcome="cancelled", similarity=0.0))
+        self._waste(request)
+
+    def _waste(self, request: _Request) -> None:
+        """A guess that will never be shown: what it cost is wasted spend."""
+        request.settled = True
         self._ledger.add(RequestCost.of(request.turn, request.kind, request.prompt_tokens,
                                         len(request.received), request.usage, wasted=True))
 
@@ -345,10 +353,8 @@ class AnswerEngine:
         finally:
             if owned:
                 await client.aclose()
-        if request.finished:
-            return  # cancelled between the last token and here
         request.finished = True
-        if request.confirmed:
+        if request.confirmed and not request.settled:
             self._done(request)
 
     async def _client_for_request(self) -> tuple[LlmClient, bool]:
@@ -372,19 +378,19 @@ class AnswerEngine:
 
     def _on_failure(self, request: _Request, exc: LlmError) -> None:
         """Speculation failures stay silent (the final will ask again); answers say why."""
-        if request.finished:
-            return
         request.finished = True
+        if request.settled:
+            return
         if not request.confirmed:
             if exc.kind == "auth":
                 self._emit(ErrorEvent(t=self._clock.now(), stage="llm", message=str(exc)))
-            self._ledger.add(RequestCost.of(request.turn, request.kind, request.prompt_tokens,
-                                            len(request.received), request.usage, wasted=True))
+            self._waste(request)
             return
         self._emit(ErrorEvent(t=self._clock.now(), stage="llm", message=str(exc)))
         self._done(request, truncated=bool(request.received))
 
     def _done(self, request: _Request, *, truncated: bool = False) -> None:
+        request.settled = True
         text = "".join(request.received)
         cost = self._ledger.add(RequestCost.of(request.turn, request.kind, request.prompt_tokens,
                                                len(request.received), request.usage, wasted=False))

@@ -113,11 +113,13 @@ class Endpointer:
         return decisions
 
     def _speculate_reason(self, text: str, silence: float) -> SpeculateReason | None:
-        if self._ends_with_end_word(text):
-            return "end_word"
-        if len(text) >= self._cfg.speculate_min_question_chars and ("?" in text or "？" in text):
-            return "question"
-        if silence * 1000 >= self._cfg.speculate_silence_ms:
+        silence_ms = silence * 1000
+        if silence_ms >= self._cfg.speculate_min_pause_ms:
+            if self._ends_with_end_word(text):
+                return "end_word"
+            if len(text) >= self._cfg.speculate_min_question_chars and ("?" in text or "？" in text):
+                return "question"
+        if silence_ms >= self._cfg.speculate_silence_ms:
             return "silence"
         return None
 
