@@ -69,6 +69,9 @@ class TurnConfig(_Section):
     endpoint_question_silence_ms: int = Field(default=400, ge=50, le=10000)
     """...or this much once the partial ended in "?" (or an end word) twice in a row: long
     enough for the speculative answer's first token to be there at confirmation..."""
+    endpoint_question_silence_local_ms: int = Field(default=300, ge=50, le=10000)
+    """...the same with the embedded local LLM, whose first token comes ~100 ms after the
+    guess instead of ~250 ms: confirming later would only add latency..."""
     endpoint_thinking_silence_ms: int = Field(default=1500, ge=100, le=20000)
     """...but this much after a trailing "and/so/but/…" (a thinking pause)."""
     end_words: dict[str, list[str]] = Field(

@@ -84,6 +84,7 @@ class Copilot:
             load_model(settings.asr.model, compute_type=settings.asr.compute_type,
                        cpu_threads=settings.asr.cpu_threads), settings.asr.language)
         self._local_server: object | None = None
+        self._answers_local = False
         self._engine: AnswerEngine | None = None
         self._transcriber: Transcriber | None = None
         self._lock = threading.Lock()
@@ -104,8 +105,8 @@ class Copilot:
         if self._answers and self._engine is None:
             with contextlib.suppress(LlmError):  # reported; captions work without answers
                 self._engine = self._start_engine()
-        self._transcriber = Transcriber(source, self._decoder, self.settings, self.bus, self.clock,
-                                        self._options)
+        self._transcriber = Transcriber(source, self._decoder, self._turn_settings(), self.bus,
+                                        self.clock, self._options)
         self._transcriber.start()
         self._status("audio", f"listening to {source.name}")
 
@@ -189,8 +190,17 @@ class Copilot:
             self.bus.emit(ErrorEvent(t=self.clock.now(), stage="audio", message=str(exc)))
             return None
 
+    def _turn_settings(self) -> Settings:
+        """The settings the transcriber runs with: the embedded server's own endpoint wait."""
+        if not self._answers_local:
+            return self.settings
+        turns = self.settings.turns
+        wait = {"endpoint_question_silence_ms": turns.endpoint_question_silence_local_ms}
+        return self.settings.model_copy(update={"turns": turns.model_copy(update=wait)})
+
     def _start_engine(self) -> AnswerEngine:
         endpoint = self._endpoint or self._local_endpoint()
+        self._answers_local = endpoint.local
         prompt = self._prompt()
         engine = AnswerEngine(
             self.settings, self.bus, self.clock, prompt,

@@ -97,3 +97,22 @@ def test_with_no_key_the_embedded_local_llm_answers(tmp_path: Path) -> None:
     tokens = [e for e in events if e["event"] == "token"]
     assert tokens and "".join(str(e["text"]) for e in tokens).strip()
     assert [e for e in events if e["event"] == "answer_done"]
+
+
+@pytest.mark.parametrize(("local", "wait"), [(False, 0.4), (True, 0.3)])
+def test_the_embedded_llm_confirms_questions_sooner(server: FakeServer, local: bool, wait: float) -> None:
+    """Its first token comes ~100 ms after the guess, so waiting 400 ms would only add latency."""
+    from app.config import Settings
+    from app.copilot import Copilot, Endpoint
+    from app.events import EndpointEvent, Event
+
+    events: list[Event] = []
+    copilot = Copilot(Settings(), audio_file=synth("Why are you interested in this role?"), speed=2.0,
+                      endpoint=Endpoint(server.start(), "sk-good", "gpt-4o-mini", local=local))
+    copilot.bus.subscribe(events.append)
+    try:
+        copilot.run_file()
+    finally:
+        copilot.shutdown()
+    endpoint = next(e for e in events if isinstance(e, EndpointEvent))
+    assert endpoint.reason == "question" and wait <= endpoint.silence < wait + 0.05
