@@ -49,18 +49,15 @@ def main(argv: list[str] | None = None) -> int:
     for problem in problems:
         print(f"settings: {problem}", file=sys.stderr)
     _apply_flags(settings, args)
-    command = args.command or "window"
     try:
-        if command == "transcribe":
+        if args.command == "transcribe":
             return _transcribe(settings, args)
-        if command == "listen":
-            if args.headless or not _has_display():
-                return _listen(settings, args)
-            return _window(settings, args, problems)
-        if command == "bench":
+        if args.command == "bench":
             from app.bench import run_bench
 
             return run_bench(settings, args)
+        if args.headless:
+            return _listen(settings, args)
         return _window(settings, args, problems)
     except FatalError as exc:
         print(f"error: {exc}", file=sys.stderr)
