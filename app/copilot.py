@@ -93,8 +93,20 @@ class Copilot:
     # --- Controller --------------------------------------------------------------------
 
     def start(self) -> None:
-        with self._lock:
-            self._start(strict=False)
+        """Start listening without blocking the caller (the GUI thread, typically).
+
+        Opening the device, starting the embedded LLM server and pre-warming the
+        connection take seconds; problems arrive as error events like any other.
+        """
+        threading.Thread(target=self._start_in_background, name="copilot-start", daemon=True).start()
+
+    def _start_in_background(self) -> None:
+        try:
+            with self._lock:
+                self._start(strict=False)
+        except Exception as exc:  # the caller has returned: say it rather than lose it
+            log.exception("start failed")
+            self.bus.emit(ErrorEvent(t=self.clock.now(), stage="app", message=f"could not start: {exc}"))
 
     def _start(self, *, strict: bool) -> None:
         if self._transcriber is not None:

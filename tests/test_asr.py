@@ -59,6 +59,23 @@ def test_local_agreement_shows_the_newest_hypothesis_verbatim() -> None:
     assert out.stable == "Tell me a little about yourself"  # punctuation does not block agreement
 
 
+def test_the_word_at_the_edge_of_the_audio_is_never_committed() -> None:
+    la = LocalAgreement()
+    la.update("what is your biggest week".split())
+    out = la.update("what is your biggest week".split())
+    assert out.stable == "what is your biggest"
+    assert la.update("what is your biggest weakness".split()).text == "what is your biggest weakness"
+
+
+def test_local_agreement_never_takes_back_a_committed_word() -> None:
+    la = LocalAgreement()
+    la.update("what is the difference and when will".split())
+    la.update("what is the difference and when will you".split())
+    out = la.update("what is the difference and when would you use it".split())
+    assert out.stable == "what is the difference and when will"
+    assert out.text == "what is the difference and when will you use it"
+
+
 def test_local_agreement_keeps_commitment_when_a_pass_stops_short() -> None:
     la = LocalAgreement()
     la.update("tell me about a time".split())

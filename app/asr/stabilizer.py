@@ -3,10 +3,8 @@
 Re-decoding a growing utterance changes its tail from pass to pass; showing those
 changes raw makes captions flicker.  Words that the last two passes agree on (as a
 common prefix, ignoring case and punctuation) are committed: the caption shows them as
-settled and they stay put.  The text itself is always the newest hypothesis verbatim —
-never a splice of two passes — so what is speculated on, shown and finally reused is
-one real decoding of the audio ("yourself." then "yourself and…" must not become
-"yourself. and…").
+settled and they never change again.  Agreement ignores punctuation and takes the newest
+spelling, so "yourself." then "yourself and…" reads "yourself and…", not "yourself. and…".
 """
 
 from __future__ import annotations
@@ -19,14 +17,15 @@ from os.path import commonprefix  # works on any sequences, not only paths
 @dataclass(frozen=True, slots=True)
 class Stabilized:
     text: str
-    """The newest hypothesis."""
+    """The committed words, then the newest hypothesis past them."""
     stable: str
-    """Its first words that earlier passes agreed on; grows within an utterance."""
+    """The words two passes in a row agreed on; only grows within an utterance."""
 
 
 class LocalAgreement:
     def __init__(self) -> None:
         self._committed: list[str] = []
+        """Surface forms of the committed words."""
         self._previous: list[str] = []
 
     def reset(self) -> None:
@@ -35,13 +34,20 @@ class LocalAgreement:
 
     def update(self, words: list[str]) -> Stabilized:
         current = [_norm(w) for w in words]
-        agreed = commonprefix([self._previous, current])  # noqa: RUF071 - word lists
-        kept = commonprefix([self._committed, current])  # noqa: RUF071 - word lists
-        # A revision of a committed word (rare: the model changed its mind after two
-        # agreeing passes) is accepted rather than hidden; otherwise commitment only grows.
-        self._committed = current[: max(len(agreed), len(kept))]
+        committed = [_norm(w) for w in self._committed]
+        agrees = current[: len(committed)] == committed
+        # The last word sits at the edge of the audio and may be cut ("week" for "weakness"
+        # twice in a row): it is never committed.
+        agreed = min(len(commonprefix([self._previous, current])), len(current) - 1)  # noqa: RUF071
+        if agrees:
+            # Same words (punctuation aside): take the newest spelling, and grow if two
+            # passes in a row agree on more.
+            self._committed = words[: max(len(committed), agreed)]
         self._previous = current
-        return Stabilized(text=" ".join(words), stable=" ".join(words[: len(self._committed)]))
+        # A pass that disagrees with committed words does not change them: the caption
+        # keeps what was settled and takes only the words past it from this pass.
+        shown = [*self._committed, *words[len(self._committed):]]
+        return Stabilized(text=" ".join(shown), stable=" ".join(self._committed))
 
 
 def _norm(word: str) -> str:

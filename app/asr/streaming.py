@@ -206,7 +206,7 @@ class StreamingRecognizer:
             return
         with self._cond:
             shown = self._stabilizer.update(text.split()) if utt is self._current else None
-            utt.text, utt.decoded_end = text, until
+            utt.text, utt.decoded_end = (shown.text if shown else text), until
         # A turn that ended while we decoded keeps the text (its final, queued behind this
         # pass, reuses it) but shows no partial any more.
         if shown is not None and not utt.finalizing:
