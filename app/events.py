@@ -49,6 +49,9 @@ class PartialEvent(Event):
     stable: str
     audio_end: float
     """Session time of the newest audio sample this hypothesis has heard."""
+    hypothesis: str = ""
+    """The newest pass verbatim: ``text`` keeps settled words for a calm caption, but a
+    guess at the question (and a final reusing this pass) takes the best decoding."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -158,8 +158,8 @@ class Transcriber:
     def _on_partial(self, partial: PartialEvent) -> None:
         self._bus.emit(partial)
         with self._lock:
-            self._handle(self._endpointer.partial(partial.utterance, partial.text, partial.stable,
-                                                  partial.audio_end, self._audio_now))
+            self._handle(self._endpointer.partial(partial.utterance, partial.hypothesis or partial.text,
+                                                  partial.stable, partial.audio_end, self._audio_now))
 
     def _on_final(self, final: FinalEvent) -> None:
         self._bus.emit(final)

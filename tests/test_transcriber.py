@@ -57,7 +57,7 @@ def test_the_final_reuses_the_last_pass_instead_of_decoding_again(decoder: Whisp
     events, _ = replay(decoder, synth("Why are you interested in this role?"), speed=1.0)
     final = of(events, FinalEvent)[0]
     assert final.reused
-    assert final.text == of(events, PartialEvent)[-1].text
+    assert final.text == of(events, PartialEvent)[-1].hypothesis
 
 
 def test_endpoint_and_speculation_come_after_the_speech(decoder: WhisperDecoder) -> None:

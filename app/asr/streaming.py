@@ -206,12 +206,12 @@ class StreamingRecognizer:
             return
         with self._cond:
             shown = self._stabilizer.update(text.split()) if utt is self._current else None
-            utt.text, utt.decoded_end = (shown.text if shown else text), until
+            utt.text, utt.decoded_end = text, until
         # A turn that ended while we decoded keeps the text (its final, queued behind this
         # pass, reuses it) but shows no partial any more.
         if shown is not None and not utt.finalizing:
             self._on_partial(PartialEvent(t=self._clock.now(), utterance=utt.number, text=shown.text,
-                                          stable=shown.stable, audio_end=until))
+                                          stable=shown.stable, audio_end=until, hypothesis=text))
 
     def _run_final(self, job: _FinalJob) -> None:
         utt = job.utterance
