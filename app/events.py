@@ -41,10 +41,14 @@ class LevelEvent(Event):
     dbfs: float
 
 
+Speaker = Literal["interviewer", "candidate"]
+"""Who spoke: only the interviewer asks questions; the candidate's words are context."""
+
+
 @dataclass(frozen=True, slots=True)
 class PartialEvent(Event):
     name: ClassVar[str] = "partial"
-    utterance: int
+    turn: int
     text: str
     stable: str
     audio_end: float
@@ -52,16 +56,18 @@ class PartialEvent(Event):
     hypothesis: str = ""
     """The newest pass verbatim: ``text`` keeps settled words for a calm caption, but a
     guess at the question (and a final reusing this pass) takes the best decoding."""
+    speaker: Speaker = "interviewer"
 
 
 @dataclass(frozen=True, slots=True)
 class FinalEvent(Event):
     name: ClassVar[str] = "final"
-    utterance: int
+    turn: int
     text: str
     audio_end: float
     reused: bool = False
     """True when the last partial already covered every voiced frame (no second pass)."""
+    speaker: Speaker = "interviewer"
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,7 +97,7 @@ SpeculationOutcome = Literal["hit", "miss", "cancelled"]
 @dataclass(frozen=True, slots=True)
 class SpeculateEvent(Event):
     name: ClassVar[str] = "speculate"
-    utterance: int
+    turn: int
     text: str
     reason: SpeculateReason
 
@@ -99,7 +105,7 @@ class SpeculateEvent(Event):
 @dataclass(frozen=True, slots=True)
 class EndpointEvent(Event):
     name: ClassVar[str] = "endpoint"
-    utterance: int
+    turn: int
     reason: EndpointReason
     silence: float
     """Seconds of silence after the last voiced frame when the turn was declared over."""
@@ -152,6 +158,8 @@ class TokenEvent(Event):
     name: ClassVar[str] = "token"
     turn: int
     text: str
+    request: int = 0
+    """The request that wrote it: a regenerated answer is a new request of the same turn."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -199,6 +207,69 @@ class PaintedEvent(Event):
     turn: int
     latency: float
     """Seconds from the answer engine handing the token over to the widget painting it."""
+    request: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class CutEvent(Event):
+    """An answer still streaming was ended because a newer one goes in front.
+
+    Its request is cancelled; the text shown so far stays, marked as cut short, so the
+    window never interleaves two answers.
+    """
+
+    name: ClassVar[str] = "cut"
+    turn: int
+    request: int
+
+
+RetractReason = Literal["continued", "user"]
+
+
+@dataclass(frozen=True, slots=True)
+class RetractedEvent(Event):
+    """An answer that was on screen is taken back (the session log keeps its text).
+
+    ``continued``: the interviewer went on speaking, so it answered half a question;
+    ``user``: the user withdrew it.
+    """
+
+    name: ClassVar[str] = "retracted"
+    turn: int
+    request: int
+    reason: RetractReason
+
+
+@dataclass(frozen=True, slots=True)
+class ResumedEvent(Event):
+    """The interviewer spoke again within the continuation window after an endpoint:
+    the new words belong to ``turn``, whose question grows."""
+
+    name: ClassVar[str] = "resumed"
+    turn: int
+    pause: float
+    """Seconds between the endpointed speech's end and the resumed speech."""
+
+
+@dataclass(frozen=True, slots=True)
+class RestoredEvent(Event):
+    """A retracted answer is shown again: the continuation was only a tag ("right?")."""
+
+    name: ClassVar[str] = "restored"
+    turn: int
+    request: int
+
+
+SessionState = Literal["idle", "starting", "listening", "stopping", "failed"]
+
+
+@dataclass(frozen=True, slots=True)
+class SessionStateEvent(Event):
+    """The session's lifecycle: idle → starting → listening → stopping → idle (or failed)."""
+
+    name: ClassVar[str] = "session"
+    state: SessionState
+    message: str = ""
 
 
 def to_dict(event: Event) -> dict[str, Any]:

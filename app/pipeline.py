@@ -95,7 +95,7 @@ class Transcriber:
         with self._lock:
             decisions = self._endpointer.force(self._audio_now)
             if reason_end_of_audio:
-                decisions = [Endpoint(d.utterance, "end_of_audio", d.silence)
+                decisions = [Endpoint(d.turn, "end_of_audio", d.silence)
                              if isinstance(d, Endpoint) else d for d in decisions]
             self._handle(decisions)
 
@@ -158,7 +158,7 @@ class Transcriber:
     def _on_partial(self, partial: PartialEvent) -> None:
         self._bus.emit(partial)
         with self._lock:
-            self._handle(self._endpointer.partial(partial.utterance, partial.hypothesis or partial.text,
+            self._handle(self._endpointer.partial(partial.turn, partial.hypothesis or partial.text,
                                                   partial.stable, partial.audio_end, self._audio_now))
 
     def _on_final(self, final: FinalEvent) -> None:
@@ -171,11 +171,11 @@ class Transcriber:
             now = self._clock.now()
             event: Event
             if isinstance(decision, Speculate):
-                event = SpeculateEvent(t=now, utterance=decision.utterance, text=decision.text,
+                event = SpeculateEvent(t=now, turn=decision.turn, text=decision.text,
                                        reason=decision.reason)
                 self._bus.emit(event)
             else:
-                self._bus.emit(EndpointEvent(t=now, utterance=decision.utterance, reason=decision.reason,
+                self._bus.emit(EndpointEvent(t=now, turn=decision.turn, reason=decision.reason,
                                              silence=decision.silence))
                 self._vad.end_speech()
-                self._recognizer.finalize(decision.utterance)
+                self._recognizer.finalize(decision.turn)

@@ -186,7 +186,7 @@ def exchanges(events: list[Event]) -> list[Exchange]:
     answers: dict[int, list[str]] = {}
     for event in events:
         if isinstance(event, ev.FinalEvent):
-            finals[event.utterance] = event.text
+            finals[event.turn] = event.text
         elif isinstance(event, ev.EndpointEvent):
             endpoints.append(event)
         elif isinstance(event, ev.TokenEvent):
@@ -197,8 +197,8 @@ def exchanges(events: list[Event]) -> list[Exchange]:
     out: list[Exchange] = []
     previous_utt = -1
     for index, endpoint in enumerate(endpoints):
-        utts = sorted(u for u in finals if previous_utt < u <= endpoint.utterance)
-        previous_utt = max(previous_utt, endpoint.utterance)
+        utts = sorted(u for u in finals if previous_utt < u <= endpoint.turn)
+        previous_utt = max(previous_utt, endpoint.turn)
         question = " ".join(finals[u].strip() for u in utts if finals[u].strip())
         ex = Exchange(question=question, asked_at=endpoint.t)
         for turn, ep in turn_endpoint.items():

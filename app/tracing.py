@@ -235,8 +235,8 @@ class TurnTracer:
                 self._pending_speech = event.t
             return None
         if isinstance(event, PartialEvent | SpeculateEvent | EndpointEvent | FinalEvent):
-            turn = self._turn(event.utterance, event.t)
-            self._current = event.utterance
+            turn = self._turn(event.turn, event.t)
+            self._current = event.turn
             self._bind_speech(turn)
             if isinstance(event, SpeculateEvent):
                 turn.speculates.append(event)

@@ -82,12 +82,12 @@ def make_engine(server: FakeServer, *, strategy: Strategy = Strategy(), settings
     return engine, rec, bus
 
 
-def speculate(bus: EventBus, text: str, utterance: int = 1) -> None:
-    bus.emit(SpeculateEvent(t=0.0, utterance=utterance, text=text, reason="question"))
+def speculate(bus: EventBus, text: str, turn: int = 1) -> None:
+    bus.emit(SpeculateEvent(t=0.0, turn=turn, text=text, reason="question"))
 
 
-def final(bus: EventBus, text: str, utterance: int = 1) -> None:
-    bus.emit(FinalEvent(t=0.0, utterance=utterance, text=text, audio_end=0.0, reused=True))
+def final(bus: EventBus, text: str, turn: int = 1) -> None:
+    bus.emit(FinalEvent(t=0.0, turn=turn, text=text, audio_end=0.0, reused=True))
 
 
 def test_a_hit_flushes_held_tokens_and_keeps_streaming(server: FakeServer) -> None:
@@ -211,8 +211,8 @@ def test_one_warm_connection_serves_the_whole_session(server: FakeServer) -> Non
     engine, rec, bus = make_engine(server)
     try:
         for turn in range(1, 6):
-            speculate(bus, f"Question number {turn} about your work?", utterance=turn)
-            final(bus, f"Question number {turn} about your work?", utterance=turn)
+            speculate(bus, f"Question number {turn} about your work?", turn=turn)
+            final(bus, f"Question number {turn} about your work?", turn=turn)
             rec.wait(lambda r, n=turn: len(r.of(AnswerDoneEvent)) == n)
         assert all(e.connect is None for e in rec.of(FirstTokenEvent))  # pre-warmed, then reused
         chat_connections = {r.connection_id for r in server.chat_requests()}

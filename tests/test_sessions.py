@@ -53,11 +53,11 @@ def _turn_events() -> list[Event]:
     return [
         VadEvent(t=0.5, speech=True),
         LevelEvent(t=0.6, dbfs=-20.0),
-        PartialEvent(t=1.0, utterance=0, text="Tell me about", stable="Tell", audio_end=1.0),
+        PartialEvent(t=1.0, turn=0, text="Tell me about", stable="Tell", audio_end=1.0),
         VadEvent(t=2.0, speech=False),
         RequestEvent(t=2.25, turn=1, request=1, kind="speculative", text="Tell me about you"),
-        EndpointEvent(t=2.3, utterance=0, reason="question", silence=0.3),
-        FinalEvent(t=2.31, utterance=0, text="Tell me about yourself?", audio_end=2.0),
+        EndpointEvent(t=2.3, turn=0, reason="question", silence=0.3),
+        FinalEvent(t=2.31, turn=0, text="Tell me about yourself?", audio_end=2.0),
         SpeculationEvent(t=2.32, turn=1, request=1, outcome="hit", similarity=1.0),
         FirstTokenEvent(t=2.5, turn=1, request=1, ttft=0.25),
         TokenEvent(t=2.51, turn=1, text="- I build"),
@@ -157,15 +157,15 @@ def test_markdown_export(tmp_path: Path) -> None:
         # second question, answered, then regenerated as a new turn
         VadEvent(t=5.0, speech=True),
         VadEvent(t=7.0, speech=False),
-        FinalEvent(t=7.5, utterance=1, text="Why this company?", audio_end=7.0),
-        EndpointEvent(t=7.8, utterance=1, reason="silence", silence=0.8),
+        FinalEvent(t=7.5, turn=1, text="Why this company?", audio_end=7.0),
+        EndpointEvent(t=7.8, turn=1, reason="silence", silence=0.8),
         RequestEvent(t=7.81, turn=2, request=2, kind="final", text="Why this company?"),
         RequestEvent(t=7.82, turn=2, request=3, kind="speculative", text="DISCARDED SPEC"),
         FirstTokenEvent(t=8.2, turn=2, request=2, ttft=0.39),
         TokenEvent(t=8.21, turn=2, text="Because of the mission."),
         RequestEvent(t=9.0, turn=3, request=4, kind="regenerate", text="Why this company?"),
         TokenEvent(t=9.4, turn=3, text="I love the product."),
-        FinalEvent(t=12.0, utterance=2, text="Any questions for us?", audio_end=12.0),
+        FinalEvent(t=12.0, turn=2, text="Any questions for us?", audio_end=12.0),
     ]
     path.write_text("".join(to_json(e) + "\n" for e in events), encoding="utf-8")
     md = export_markdown(path)

@@ -47,18 +47,18 @@ def turn_events(turn: int = 1, t0: float = 0.0) -> list[Event]:
     """One turn as the pipeline and engine emit it: a cancelled guess, then a hit."""
     return [
         VadEvent(t=t0 + 0.30, speech=True),
-        PartialEvent(t=t0 + 0.90, utterance=turn, text="What is the", stable="What", audio_end=t0 + 0.85),
-        SpeculateEvent(t=t0 + 1.50, utterance=turn, text="What is the difference", reason="silence"),
+        PartialEvent(t=t0 + 0.90, turn=turn, text="What is the", stable="What", audio_end=t0 + 0.85),
+        SpeculateEvent(t=t0 + 1.50, turn=turn, text="What is the difference", reason="silence"),
         RequestEvent(t=t0 + 1.51, turn=turn, request=10 * turn + 1, kind="speculative",
                      text="What is the difference"),
         VadEvent(t=t0 + 1.60, speech=True),  # speech resumed: not a new onset
         SpeculationEvent(t=t0 + 2.40, turn=turn, request=10 * turn + 1, outcome="cancelled", similarity=0.0),
-        SpeculateEvent(t=t0 + 2.40, utterance=turn, text=QUESTION, reason="question"),
+        SpeculateEvent(t=t0 + 2.40, turn=turn, text=QUESTION, reason="question"),
         RequestEvent(t=t0 + 2.41, turn=turn, request=10 * turn + 2, kind="speculative", text=QUESTION),
         VadEvent(t=t0 + 2.45, speech=False),
         FirstTokenEvent(t=t0 + 2.71, turn=turn, request=10 * turn + 2, ttft=0.30, connect=None),
-        EndpointEvent(t=t0 + 2.75, utterance=turn, reason="question", silence=0.40),
-        FinalEvent(t=t0 + 2.80, utterance=turn, text=QUESTION, audio_end=t0 + 2.35, reused=True),
+        EndpointEvent(t=t0 + 2.75, turn=turn, reason="question", silence=0.40),
+        FinalEvent(t=t0 + 2.80, turn=turn, text=QUESTION, audio_end=t0 + 2.35, reused=True),
         SpeculationEvent(t=t0 + 2.80, turn=turn, request=10 * turn + 2, outcome="hit", similarity=1.0),
         TokenEvent(t=t0 + 2.80, turn=turn, text="A process"),
         PaintedEvent(t=t0 + 2.812, turn=turn, latency=0.012),
@@ -234,14 +234,14 @@ def test_real_engine_turns_against_the_fake_server() -> None:
         engine.start()
         try:
             bus.emit(VadEvent(t=clock.now(), speech=True))
-            bus.emit(SpeculateEvent(t=clock.now(), utterance=1, text=QUESTION, reason="question"))
+            bus.emit(SpeculateEvent(t=clock.now(), turn=1, text=QUESTION, reason="question"))
             time.sleep(0.1)
-            bus.emit(EndpointEvent(t=clock.now(), utterance=1, reason="question", silence=0.4))
-            bus.emit(FinalEvent(t=clock.now(), utterance=1, text=QUESTION, audio_end=clock.now()))
+            bus.emit(EndpointEvent(t=clock.now(), turn=1, reason="question", silence=0.4))
+            bus.emit(FinalEvent(t=clock.now(), turn=1, text=QUESTION, audio_end=clock.now()))
             time.sleep(0.1)
             bus.emit(VadEvent(t=clock.now(), speech=True))
-            bus.emit(EndpointEvent(t=clock.now(), utterance=2, reason="silence", silence=0.8))
-            bus.emit(FinalEvent(t=clock.now(), utterance=2, text="And why?", audio_end=clock.now()))
+            bus.emit(EndpointEvent(t=clock.now(), turn=2, reason="silence", silence=0.8))
+            bus.emit(FinalEvent(t=clock.now(), turn=2, text="And why?", audio_end=clock.now()))
             assert done.wait(5)
         finally:
             engine.stop()

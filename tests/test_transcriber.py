@@ -105,7 +105,7 @@ def test_two_questions_are_two_utterances(decoder: WhisperDecoder) -> None:
                    synth("What is your biggest weakness?", lead_s=0.0)], "two-questions")
     events, _ = replay(decoder, clip)
     finals = of(events, FinalEvent)
-    assert [f.utterance for f in finals] == [1, 2]
+    assert [f.turn for f in finals] == [1, 2]
     assert "weakness" in finals[1].text.lower()
 
 
@@ -117,7 +117,7 @@ def test_cli_transcribe_writes_json_lines(tmp_path: Path) -> None:
     kinds = {line["event"] for line in lines}
     assert {"vad", "partial", "final"} <= kinds
     final = next(line for line in lines if line["event"] == "final")
-    assert set(final) >= {"t", "utterance", "text", "audio_end"}
+    assert set(final) >= {"t", "turn", "text", "audio_end"}
     assert "interested" in final["text"].lower()
 
 

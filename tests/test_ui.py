@@ -107,7 +107,7 @@ def test_only_token_events_add_answer_text(
     qtbot: QtBot, window: MainWindow, controller: FakeController
 ) -> None:
     events: list[Event] = [
-        SpeculateEvent(t=1.0, utterance=0, text="DISCARDED question", reason="silence"),
+        SpeculateEvent(t=1.0, turn=0, text="DISCARDED question", reason="silence"),
         RequestEvent(t=1.0, turn=1, request=1, kind="speculative", text="DISCARDED request"),
         FirstTokenEvent(t=1.2, turn=1, request=1, ttft=0.2),
         SpeculationEvent(t=1.3, turn=1, request=1, outcome="miss", similarity=0.4),
@@ -182,9 +182,9 @@ def test_partial_rewrites_in_place_with_a_lighter_tail(
 ) -> None:
     t = window.panes.transcript
     controller.emit_from_thread([
-        FinalEvent(t=0.5, utterance=0, text="Hello there.", audio_end=0.5),
-        PartialEvent(t=1.0, utterance=1, text="What is", stable="", audio_end=1.0),
-        PartialEvent(t=1.3, utterance=1, text="What is your great", stable="What is", audio_end=1.3),
+        FinalEvent(t=0.5, turn=0, text="Hello there.", audio_end=0.5),
+        PartialEvent(t=1.0, turn=1, text="What is", stable="", audio_end=1.0),
+        PartialEvent(t=1.3, turn=1, text="What is your great", stable="What is", audio_end=1.3),
     ])
     qtbot.waitUntil(lambda: "your great" in t.toPlainText(), timeout=3000)
     assert t.toPlainText() == "Hello there.\nWhat is your great"
@@ -197,8 +197,8 @@ def test_partial_rewrites_in_place_with_a_lighter_tail(
     assert stable_fmt.charFormat().foreground().color() != faint
     assert tail_fmt.charFormat().foreground().color() == faint
     controller.emit_from_thread([
-        FinalEvent(t=2.0, utterance=1, text="What is your greatest strength?", audio_end=2.0),
-        PartialEvent(t=2.1, utterance=1, text="stale partial", stable="", audio_end=1.9),
+        FinalEvent(t=2.0, turn=1, text="What is your greatest strength?", audio_end=2.0),
+        PartialEvent(t=2.1, turn=1, text="stale partial", stable="", audio_end=1.9),
     ])
     qtbot.waitUntil(lambda: "strength?" in t.toPlainText(), timeout=3000)
     qtbot.wait(50)
@@ -215,7 +215,7 @@ def test_latency_status_updates_from_a_sequence_of_events(
         VadEvent(t=10.0, speech=True),
         LevelEvent(t=10.1, dbfs=-12.0),
         VadEvent(t=11.0, speech=False),
-        EndpointEvent(t=11.8, utterance=3, reason="silence", silence=0.8),
+        EndpointEvent(t=11.8, turn=3, reason="silence", silence=0.8),
         RequestEvent(t=11.81, turn=4, request=9, kind="final", text="q"),
         FirstTokenEvent(t=12.2, turn=4, request=9, ttft=0.39),
         TokenEvent(t=12.21, turn=4, text="Yes"),
@@ -244,7 +244,7 @@ def test_speculation_outcome_in_status(
     controller.emit_from_thread([
         VadEvent(t=1.0, speech=False),
         RequestEvent(t=1.25, turn=1, request=1, kind="speculative", text="q"),
-        EndpointEvent(t=1.3, utterance=0, reason="question", silence=0.3),
+        EndpointEvent(t=1.3, turn=0, reason="question", silence=0.3),
         SpeculationEvent(t=1.31, turn=1, request=1, outcome="hit", similarity=0.97),
         FirstTokenEvent(t=1.5, turn=1, request=1, ttft=0.25),
         TokenEvent(t=1.51, turn=1, text="A"),
@@ -460,8 +460,8 @@ def test_export_and_reopen_session(
     log.attach(controller.bus)
     window = make_window(qtbot, controller, tmp_path, session_log=log)
     controller.emit_from_thread([
-        FinalEvent(t=1.0, utterance=0, text="Why Python?", audio_end=1.0),
-        EndpointEvent(t=1.5, utterance=0, reason="silence", silence=0.8),
+        FinalEvent(t=1.0, turn=0, text="Why Python?", audio_end=1.0),
+        EndpointEvent(t=1.5, turn=0, reason="silence", silence=0.8),
         TokenEvent(t=2.0, turn=1, text="- Fast to write\n"),
     ])
     qtbot.waitUntil(lambda: window.panes.answer.current_answer() == "- Fast to write",
@@ -570,8 +570,8 @@ def _two_turns() -> list[Event]:
         VadEvent(t=0.2, speech=True),
         VadEvent(t=1.0, speech=False),
         RequestEvent(t=1.25, turn=1, request=1, kind="speculative", text="q1"),
-        EndpointEvent(t=1.3, utterance=0, reason="question", silence=0.3),
-        FinalEvent(t=1.31, utterance=0, text="q1", audio_end=1.0),
+        EndpointEvent(t=1.3, turn=0, reason="question", silence=0.3),
+        FinalEvent(t=1.31, turn=0, text="q1", audio_end=1.0),
         SpeculationEvent(t=1.315, turn=1, request=1, outcome="hit", similarity=0.97),
         FirstTokenEvent(t=1.5, turn=1, request=1, ttft=0.25),
         TokenEvent(t=1.51, turn=1, text="A"),
@@ -580,8 +580,8 @@ def _two_turns() -> list[Event]:
         VadEvent(t=4.0, speech=True),
         VadEvent(t=5.0, speech=False),
         RequestEvent(t=5.4, turn=2, request=2, kind="speculative", text="q2?"),
-        EndpointEvent(t=5.6, utterance=1, reason="silence", silence=0.6),
-        FinalEvent(t=5.7, utterance=1, text="q2 really", audio_end=5.0),
+        EndpointEvent(t=5.6, turn=1, reason="silence", silence=0.6),
+        FinalEvent(t=5.7, turn=1, text="q2 really", audio_end=5.0),
         SpeculationEvent(t=5.71, turn=2, request=2, outcome="miss", similarity=0.4),
         RequestEvent(t=5.72, turn=2, request=3, kind="final", text="q2 really"),
         FirstTokenEvent(t=6.1, turn=2, request=3, ttft=0.38),
@@ -641,8 +641,8 @@ def test_latency_view_lists_turns_live_with_outcome_colours(
 
     controller.emit_from_thread([  # a turn with no speculation, and a regeneration (left out)
         VadEvent(t=9.0, speech=False),
-        EndpointEvent(t=9.5, utterance=2, reason="silence", silence=0.5),
-        FinalEvent(t=9.6, utterance=2, text="q3", audio_end=9.0),
+        EndpointEvent(t=9.5, turn=2, reason="silence", silence=0.5),
+        FinalEvent(t=9.6, turn=2, text="q3", audio_end=9.0),
         RequestEvent(t=9.61, turn=3, request=4, kind="final", text="q3"),
         FirstTokenEvent(t=9.9, turn=3, request=4, ttft=0.29),
         TokenEvent(t=9.91, turn=3, text="C"),

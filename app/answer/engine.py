@@ -226,7 +226,7 @@ class AnswerEngine:
     def _on_speculate(self, event: SpeculateEvent) -> None:
         if not self._low_latency:
             return
-        turn = self._turn(event.utterance)
+        turn = self._turn(event.turn)
         if turn.answer is not None or len(turn.speculations) >= self._settings.answer.max_speculations:
             return
         pending = [r for r in turn.speculations if not r.settled and r.failed is None]
@@ -237,7 +237,7 @@ class AnswerEngine:
         turn.speculations.append(self._send(turn, event.text, "speculative"))
 
     def _on_final(self, event: FinalEvent) -> None:
-        turn = self._turn(event.utterance)
+        turn = self._turn(event.turn)
         turn.question = event.text
         self._last_question = event.text
         self._finish_previous_answers(turn.number)
@@ -299,7 +299,8 @@ class AnswerEngine:
     def _confirm(self, request: _Request) -> None:
         request.confirmed = True
         if request.held:
-            self._emit(TokenEvent(t=self._clock.now(), turn=request.turn, text="".join(request.held)))
+            self._emit(TokenEvent(t=self._clock.now(), turn=request.turn, text="".join(request.held),
+                                  request=request.id))
             request.held.clear()
         if request.finished and not request.settled:
             self._done(request)
@@ -372,7 +373,7 @@ class AnswerEngine:
                                        http_version=timing.http_version, attempts=timing.attempts))
         request.received.append(delta.text)
         if request.confirmed:
-            self._emit(TokenEvent(t=now, turn=request.turn, text=delta.text))
+            self._emit(TokenEvent(t=now, turn=request.turn, text=delta.text, request=request.id))
         else:
             request.held.append(delta.text)
 

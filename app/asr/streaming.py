@@ -140,7 +140,7 @@ class StreamingRecognizer:
             self._pass_wanted = False
             utt.finalizing = True
             if self._reuse_final and utt.text and utt.decoded_end >= utt.last_voiced_end - 1e-6:
-                final = FinalEvent(t=self._clock.now(), utterance=utt.number, text=utt.text,
+                final = FinalEvent(t=self._clock.now(), turn=utt.number, text=utt.text,
                                    audio_end=utt.decoded_end, reused=True)
             else:
                 self._finals.append(_FinalJob(utt, min(utt.end, utt.last_voiced_end + self._hangover)))
@@ -210,7 +210,7 @@ class StreamingRecognizer:
         # A turn that ended while we decoded keeps the text (its final, queued behind this
         # pass, reuses it) but shows no partial any more.
         if shown is not None and not utt.finalizing:
-            self._on_partial(PartialEvent(t=self._clock.now(), utterance=utt.number, text=shown.text,
+            self._on_partial(PartialEvent(t=self._clock.now(), turn=utt.number, text=shown.text,
                                           stable=shown.stable, audio_end=until, hypothesis=text))
 
     def _run_final(self, job: _FinalJob) -> None:
@@ -218,5 +218,5 @@ class StreamingRecognizer:
         reused = bool(self._reuse_final and utt.text and utt.decoded_end >= job.until - 1e-6)
         text = utt.text if reused else (self._decode(utt.audio(job.until)) or utt.text)
         if text:
-            self._on_final(FinalEvent(t=self._clock.now(), utterance=utt.number, text=text,
+            self._on_final(FinalEvent(t=self._clock.now(), turn=utt.number, text=text,
                                       audio_end=job.until, reused=reused))

@@ -183,7 +183,7 @@ def _score(events: list[Event], clip: Clip, mode: str) -> TurnResult:
     result.final = last.text
     requests = {e.request: e for e in events if isinstance(e, RequestEvent)}
     result.requests = len(requests)
-    shown = [e for e in events if isinstance(e, TokenEvent) and e.turn == last.utterance]
+    shown = [e for e in events if isinstance(e, TokenEvent) and e.turn == last.turn]
     if shown:
         result.response_latency = shown[0].t - clip.speech_end_s
         result.final_to_first_token = shown[0].t - last.t
@@ -195,7 +195,7 @@ def _score(events: list[Event], clip: Clip, mode: str) -> TurnResult:
     stats = [e for e in events if isinstance(e, TurnStatsEvent)]
     result.wasted_tokens = sum(s.wasted_prompt_tokens + s.wasted_completion_tokens for s in stats)
     result.tokens = sum(s.prompt_tokens + s.completion_tokens for s in stats)
-    finals_by_turn = {f.utterance: f.text for f in finals}
+    finals_by_turn = {f.turn: f.text for f in finals}
     for done in (e for e in events if isinstance(e, AnswerDoneEvent)):
         asked = requests.get(done.request)
         question = finals_by_turn.get(done.turn)
@@ -205,17 +205,17 @@ def _score(events: list[Event], clip: Clip, mode: str) -> TurnResult:
 
 
 def _breakdown(result: TurnResult, events: list[Event], clip: Clip, final: FinalEvent) -> None:
-    turn = final.utterance
-    endpoint = next((e for e in events if isinstance(e, EndpointEvent) and e.utterance == turn), None)
+    turn = final.turn
+    endpoint = next((e for e in events if isinstance(e, EndpointEvent) and e.turn == turn), None)
     if endpoint is not None:
         result.endpoint_wait = endpoint.t - clip.speech_end_s
         result.asr_final = final.t - endpoint.t
-    done = next((e for e in events if isinstance(e, AnswerDoneEvent) and e.turn == final.utterance), None)
+    done = next((e for e in events if isinstance(e, AnswerDoneEvent) and e.turn == final.turn), None)
     if done is None:
         return
     request = next((e for e in events if isinstance(e, RequestEvent) and e.request == done.request), None)
     first = next((e for e in events if isinstance(e, FirstTokenEvent) and e.request == done.request), None)
-    shown = next((e for e in events if isinstance(e, TokenEvent) and e.turn == final.utterance), None)
+    shown = next((e for e in events if isinstance(e, TokenEvent) and e.turn == final.turn), None)
     if request is not None:
         result.final_to_request = request.t - final.t
         if first is not None:

@@ -25,14 +25,14 @@ _TRAILING_PUNCT = re.compile(r"[\s\.,!;:…。，！；：、\-—]+$")
 
 @dataclass(frozen=True, slots=True)
 class Speculate:
-    utterance: int
+    turn: int
     text: str
     reason: SpeculateReason
 
 
 @dataclass(frozen=True, slots=True)
 class Endpoint:
-    utterance: int
+    turn: int
     reason: EndpointReason
     silence: float
 
@@ -42,7 +42,7 @@ Decision = Speculate | Endpoint
 
 @dataclass(slots=True)
 class _Turn:
-    utterance: int
+    id: int
     last_voiced_end: float
     text: str = ""
     stable: str = ""
@@ -60,20 +60,20 @@ class Endpointer:
         self._turn: _Turn | None = None
 
     @property
-    def utterance(self) -> int | None:
-        return self._turn.utterance if self._turn else None
+    def turn(self) -> int | None:
+        return self._turn.id if self._turn else None
 
-    def speech_started(self, utterance: int, t: float) -> None:
-        self._turn = _Turn(utterance=utterance, last_voiced_end=t)
+    def speech_started(self, turn: int, t: float) -> None:
+        self._turn = _Turn(id=turn, last_voiced_end=t)
 
     def voiced(self, t_end: float) -> None:
         """A voiced frame ending at ``t_end`` (audio clock) belongs to the current turn."""
         if self._turn:
             self._turn.last_voiced_end = max(self._turn.last_voiced_end, t_end)
 
-    def partial(self, utterance: int, text: str, stable: str, audio_end: float, now: float) -> list[Decision]:
+    def partial(self, turn_id: int, text: str, stable: str, audio_end: float, now: float) -> list[Decision]:
         turn = self._turn
-        if turn is None or utterance != turn.utterance:
+        if turn is None or turn_id != turn.id:
             return []
         turn.text, turn.stable, turn.partial_audio_end = text, stable, audio_end
         turn.question_streak = turn.question_streak + 1 if self._question_like(text) else 0
@@ -89,7 +89,7 @@ class Endpointer:
         if turn is None:
             return []
         self._turn = None
-        return [Endpoint(turn.utterance, "forced", max(0.0, now - turn.last_voiced_end))]
+        return [Endpoint(turn.id, "forced", max(0.0, now - turn.last_voiced_end))]
 
     # --- rules -----------------------------------------------------------------
 
@@ -104,11 +104,11 @@ class Endpointer:
             key = normalize(turn.text)
             if reason and key not in turn.speculated:
                 turn.speculated.add(key)
-                decisions.append(Speculate(turn.utterance, turn.text, reason))
+                decisions.append(Speculate(turn.id, turn.text, reason))
         needed = self._endpoint_silence(turn) / 1000
         if turn.text and silence >= needed:
             reason_e: EndpointReason = "question" if turn.question_streak >= 2 else "silence"
-            decisions.append(Endpoint(turn.utterance, reason_e, round(silence, 4)))
+            decisions.append(Endpoint(turn.id, reason_e, round(silence, 4)))
             self._turn = None
         return decisions
 

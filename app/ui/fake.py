@@ -109,17 +109,17 @@ def interview_script(turn: int = 1, utterance: int = 0) -> list[Step]:
         steps.append((0.12, _partial(utterance, text, stable)))
         steps.append((0.0, lambda t: LevelEvent(t=t, dbfs=-18.0)))
     steps += [
-        (0.05, lambda t: PartialEvent(t=t, utterance=utterance, text=question,
+        (0.05, lambda t: PartialEvent(t=t, turn=utterance, text=question,
                                       stable=question, audio_end=t)),
         (0.02, lambda t: VadEvent(t=t, speech=False)),
         (0.0, lambda t: LevelEvent(t=t, dbfs=-55.0)),
-        (0.25, lambda t: SpeculateEvent(t=t, utterance=utterance, text=question,
+        (0.25, lambda t: SpeculateEvent(t=t, turn=utterance, text=question,
                                         reason="question")),
         (0.005, lambda t: RequestEvent(t=t, turn=turn, request=1, kind="speculative",
                                        text=question)),
-        (0.05, lambda t: EndpointEvent(t=t, utterance=utterance, reason="question",
+        (0.05, lambda t: EndpointEvent(t=t, turn=utterance, reason="question",
                                        silence=0.30)),
-        (0.01, lambda t: FinalEvent(t=t, utterance=utterance, text=question, audio_end=t,
+        (0.01, lambda t: FinalEvent(t=t, turn=utterance, text=question, audio_end=t,
                                     reused=True)),
         (0.01, lambda t: SpeculationEvent(t=t, turn=turn, request=1, outcome="hit",
                                           similarity=1.0)),
@@ -157,7 +157,7 @@ def interview_script(turn: int = 1, utterance: int = 0) -> list[Step]:
 
 
 def _partial(utterance: int, text: str, stable: str) -> Callable[[float], Event]:
-    return lambda t: PartialEvent(t=t, utterance=utterance, text=text, stable=stable, audio_end=t)
+    return lambda t: PartialEvent(t=t, turn=utterance, text=text, stable=stable, audio_end=t)
 
 
 def _token(turn: int, text: str) -> Callable[[float], Event]:

@@ -224,12 +224,12 @@ class LatencyTracker:
             self._endpoint_t = event.t
             silent = not self._speaking and self._speech_end is not None
             self._endpoint_silence_from = self._speech_end if silent else event.t
-            self._endpoint_utterance = event.utterance
+            self._endpoint_utterance = event.turn
             return False
         if isinstance(event, FinalEvent):
-            self._finals.setdefault(event.utterance, event.t)
+            self._finals.setdefault(event.turn, event.t)
             late = self.last  # a final after the answer reached the window (rare): fill it in
-            if late is None or late.utterance != event.utterance or late.final is not None:
+            if late is None or late.utterance != event.turn or late.final is not None:
                 return False
             late.final = event.t - late.silence_at
             return True

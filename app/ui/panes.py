@@ -86,9 +86,9 @@ class Panes(QSplitter):
         if isinstance(event, TokenEvent):
             self.answer.append_token(event.turn, event.text, event.t)
         elif isinstance(event, PartialEvent):
-            self.transcript.show_partial(event.utterance, event.text, event.stable)
+            self.transcript.show_partial(event.turn, event.text, event.stable)
         elif isinstance(event, FinalEvent):
-            self.transcript.show_final(event.utterance, event.text)
+            self.transcript.show_final(event.turn, event.text)
         elif isinstance(event, EndpointEvent):
             self.transcript.end_turn()
         elif isinstance(event, RequestEvent):
