@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import platformdirs
+import tomli_w
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 APP_NAME = "interview-copilot"
@@ -74,6 +75,9 @@ class TurnConfig(_Section):
     guess instead of ~250 ms: confirming later would only add latency..."""
     endpoint_thinking_silence_ms: int = Field(default=1500, ge=100, le=20000)
     """...but this much after a trailing "and/so/but/…" (a thinking pause)."""
+    continuation_window_ms: int = Field(default=2000, ge=0, le=10000)
+    """Speech this soon after an endpoint continues the same question ("Have you led a
+    team? … I mean a big one."); 0 = every pause that ends a turn starts a new question."""
     end_words: dict[str, list[str]] = Field(
         default_factory=lambda: {
             "en": ["right?", "you know", "you know?", "is that right", "is that right?",
@@ -264,47 +268,14 @@ def _toml_error_line(exc: tomllib.TOMLDecodeError) -> int | None:
 
 
 def save_settings(settings: Settings, path: Path | None = None) -> Path:
-    """Write settings as TOML (atomic replace); the API key is never part of it."""
+    """Write settings as TOML (atomic replace); the API key is never part of it.
+
+    ``tomli_w`` escapes whatever a user can type (quotes, backslashes, ``\r\n``, tabs,
+    emoji), so the file always reads back to the same settings.
+    """
     path = path or config_path()
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".toml.tmp")
-    tmp.write_text(_to_toml(settings.model_dump(mode="json", exclude_none=True)), encoding="utf-8")
+    tmp.write_text(tomli_w.dumps(settings.model_dump(mode="json", exclude_none=True)), encoding="utf-8")
     tmp.replace(path)
     return path
-
-
-def _to_toml(data: dict[str, Any]) -> str:
-    lines: list[str] = []
-    scalars = {k: v for k, v in data.items() if not isinstance(v, dict)}
-    lines += [f"{k} = {_toml_value(v)}" for k, v in scalars.items()]
-    for name, table in data.items():
-        if isinstance(table, dict):
-            _table_to_toml(name, table, lines)
-    return "\n".join(lines).strip() + "\n"
-
-
-def _table_to_toml(name: str, table: dict[str, Any], lines: list[str]) -> None:
-    lines.append(f"\n[{name}]")
-    for k, v in table.items():
-        if not isinstance(v, dict):
-            lines.append(f"{_toml_key(k)} = {_toml_value(v)}")
-    for k, v in table.items():
-        if isinstance(v, dict):
-            _table_to_toml(f"{name}.{_toml_key(k)}", v, lines)
-
-
-def _toml_key(key: str) -> str:
-    return key if re.fullmatch(r"[A-Za-z0-9_-]+", key) else _toml_value(key)
-
-
-def _toml_value(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int | float):
-        return repr(value)
-    if isinstance(value, str):
-        escaped = value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
-        return f'"{escaped}"'
-    if isinstance(value, list):
-        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
-    raise TypeError(f"cannot write {type(value).__name__} to TOML")
