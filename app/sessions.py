@@ -1,10 +1,9 @@
 """Session logs: every event of a session as JSON lines, readable after a crash.
 
-The log is a bus listener, so lines are written on whichever thread emitted the event
-(audio, ASR, answer engine) and the GUI thread never waits on the disk.  Each line is
-flushed as it is written: a crash (even SIGKILL) loses at most the line being written,
-and :func:`load_session` skips such a torn last line.  No Qt here: the CLI and tests use
-it headless.
+The log is a bus listener that only queues: one writer thread (:class:`EventLog`)
+writes and flushes every 200 ms, so no stage waits on the disk and a crash (even
+SIGKILL) loses at most the last fraction of a second; :func:`load_session` skips a torn
+last line.  No Qt here: the CLI and tests use it headless.
 """
 
 from __future__ import annotations
@@ -19,7 +18,8 @@ from typing import Any
 
 from app import events as ev
 from app.config import data_dir
-from app.events import Event, EventBus, JsonlWriter
+from app.eventlog import EventLog
+from app.events import Event, EventBus
 
 SKIP = ("level",)
 """Meter readings: dozens a second, worthless after the fact."""
@@ -39,13 +39,14 @@ def sessions_dir() -> Path:
 class SessionLog:
     """Appends each event (minus ``level``) to ``path`` as one flushed JSON line."""
 
-    def __init__(self, path: Path | None = None) -> None:
+    def __init__(self, path: Path | None = None, *, on_error: Callable[[str], None] | None = None) -> None:
         if path is None:
             stamp = datetime.now().strftime("%Y%m%d-%H%M%S-%f")[:-3]
             path = sessions_dir() / f"session-{stamp}.jsonl"
         path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
-        self._writer = JsonlWriter(path.open("a", encoding="utf-8"), skip=SKIP)
+        self._writer = EventLog(path.open("a", encoding="utf-8"), skip=SKIP, name="session log",
+                                on_error=on_error)
         self._unsubscribe: Callable[[], None] | None = None
         self._bus: EventBus | None = None
 
@@ -65,6 +66,10 @@ class SessionLog:
 
     def __call__(self, event: Event) -> None:
         self._writer(event)
+
+    def flush(self) -> None:
+        """Everything emitted so far is on disk (before the file is read back)."""
+        self._writer.flush()
 
     def close(self) -> None:
         self.detach()
@@ -163,56 +168,62 @@ def load_session(path: Path) -> Session:
 
 
 @dataclass
+class Answer:
+    request: int
+    text: str
+    regenerated: bool = False
+    cut: bool = False
+    """Ended because a newer answer took its place."""
+    retracted: str | None = None
+    """Why it was taken back ("continued", "user"), or None."""
+
+
+@dataclass
 class Exchange:
-    """One question and the answer(s) shown for it."""
+    """One interviewer turn: its question and the answers shown for it."""
 
     question: str
-    turns: list[int] = dataclasses.field(default_factory=list)
-    answers: dict[int, str] = dataclasses.field(default_factory=dict)
+    turn: int | None = None
+    answers: list[Answer] = dataclasses.field(default_factory=list)
     asked_at: float | None = None
 
 
 def exchanges(events: list[Event]) -> list[Exchange]:
-    """Group finals into questions by endpoint, and shown tokens into answers by turn.
+    """One exchange per interviewer turn, in the order they were asked.
 
-    A turn belongs to the newest endpoint before its first token (tokens are only shown
-    once a turn is confirmed); a second turn on the same endpoint is a regeneration.
-    Finals are assigned by utterance number, so a final that lands after the answer began
-    still joins its question.
+    The question is the turn's last final (a question that went on after a pause is one
+    turn whose final grew); its answers are the requests that showed tokens, in order (a
+    regeneration is a second request of the same turn).  The candidate's words are not
+    questions and are left out.
     """
-    finals: dict[int, str] = {}
-    endpoints: list[ev.EndpointEvent] = []
-    turn_endpoint: dict[int, int] = {}
-    answers: dict[int, list[str]] = {}
+    by_turn: dict[int, Exchange] = {}
+    by_request: dict[int, Answer] = {}
+
+    def exchange(turn: int) -> Exchange:
+        if turn not in by_turn:
+            by_turn[turn] = Exchange("", turn)
+        return by_turn[turn]
+
     for event in events:
-        if isinstance(event, ev.FinalEvent):
-            finals[event.turn] = event.text
+        if isinstance(event, ev.FinalEvent) and event.speaker == "interviewer":
+            exchange(event.turn).question = event.text.strip()
         elif isinstance(event, ev.EndpointEvent):
-            endpoints.append(event)
+            exchange(event.turn).asked_at = event.t
         elif isinstance(event, ev.TokenEvent):
-            if event.turn not in answers:
-                answers[event.turn] = []
-                turn_endpoint[event.turn] = len(endpoints) - 1
-            answers[event.turn].append(event.text)
-    out: list[Exchange] = []
-    previous_utt = -1
-    for index, endpoint in enumerate(endpoints):
-        utts = sorted(u for u in finals if previous_utt < u <= endpoint.turn)
-        previous_utt = max(previous_utt, endpoint.turn)
-        question = " ".join(finals[u].strip() for u in utts if finals[u].strip())
-        ex = Exchange(question=question, asked_at=endpoint.t)
-        for turn, ep in turn_endpoint.items():
-            if ep == index:
-                ex.turns.append(turn)
-                ex.answers[turn] = "".join(answers[turn])
-        out.append(ex)
-    orphan = [t for t, ep in turn_endpoint.items() if ep < 0]
-    if orphan:  # answers with no endpoint (e.g. a log that starts mid-session)
-        out.insert(0, Exchange("", orphan, {t: "".join(answers[t]) for t in orphan}))
-    rest = [finals[u] for u in sorted(finals) if u > previous_utt and finals[u].strip()]
-    if rest:
-        out.append(Exchange(" ".join(s.strip() for s in rest)))
-    return out
+            answer = by_request.get(event.request)
+            if answer is None:
+                ex = exchange(event.turn)
+                regenerated = any(a.retracted is None for a in ex.answers)
+                answer = by_request[event.request] = Answer(event.request, "", regenerated)
+                ex.answers.append(answer)
+            answer.text += event.text
+        elif isinstance(event, ev.CutEvent) and event.request in by_request:
+            by_request[event.request].cut = True
+        elif isinstance(event, ev.RetractedEvent) and event.request in by_request:
+            by_request[event.request].retracted = event.reason
+        elif isinstance(event, ev.RestoredEvent) and event.request in by_request:
+            by_request[event.request].retracted = None
+    return list(by_turn.values())
 
 
 def export_markdown(path: Path) -> str:
@@ -233,18 +244,24 @@ def export_markdown(path: Path) -> str:
         lines.append("")
         lines.append(f"> {ex.question}" if ex.question else "> _(question not captured)_")
         lines.append("")
-        if not ex.turns:
+        if not ex.answers:
             lines += ["_No answer was shown._", ""]
-        for i, turn in enumerate(ex.turns):
-            label = "Answer" if i == 0 else "Answer (regenerated)"
+        for answer in ex.answers:
+            if answer.retracted is not None:
+                why = "the question went on" if answer.retracted == "continued" else "withdrawn by the user"
+                lines += [f"_Answer taken back ({why}):_ ~~{' '.join(answer.text.split())}~~", ""]
+                continue
+            label = "Answer (regenerated)" if answer.regenerated else "Answer"
             lines.append(f"**{label}:**")
             lines.append("")
-            lines.append(ex.answers[turn].strip() or "_(empty)_")
+            lines.append(answer.text.strip() or "_(empty)_")
             lines.append("")
-            lat = tracker.turn(turn)
-            if lat is not None and lat.response is not None:
-                lines.append(f"<sub>{lat.describe().replace('Last turn', 'Latency')}</sub>")
-                lines.append("")
+            if answer.cut:
+                lines += ["_(cut short: a newer answer took its place)_", ""]
+        lat = tracker.turn(ex.turn) if ex.turn is not None and ex.answers else None
+        if lat is not None and lat.response is not None:
+            lines.append(f"<sub>{lat.describe().replace('Last turn', 'Latency')}</sub>")
+            lines.append("")
     t = tracker.totals
     if t.prompt_tokens or t.completion_tokens or t.cost:
         lines.append("---")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import signal
@@ -12,8 +13,10 @@ from pathlib import Path
 
 import pytest
 
+from app.eventlog import EventLog
 from app.events import (
     AnswerDoneEvent,
+    CutEvent,
     EndpointEvent,
     Event,
     EventBus,
@@ -23,6 +26,7 @@ from app.events import (
     PaintedEvent,
     PartialEvent,
     RequestEvent,
+    RetractedEvent,
     SpeculationEvent,
     TokenEvent,
     TurnStatsEvent,
@@ -53,16 +57,16 @@ def _turn_events() -> list[Event]:
     return [
         VadEvent(t=0.5, speech=True),
         LevelEvent(t=0.6, dbfs=-20.0),
-        PartialEvent(t=1.0, turn=0, text="Tell me about", stable="Tell", audio_end=1.0),
+        PartialEvent(t=1.0, turn=1, text="Tell me about", stable="Tell", audio_end=1.0),
         VadEvent(t=2.0, speech=False),
         RequestEvent(t=2.25, turn=1, request=1, kind="speculative", text="Tell me about you"),
-        EndpointEvent(t=2.3, turn=0, reason="question", silence=0.3),
-        FinalEvent(t=2.31, turn=0, text="Tell me about yourself?", audio_end=2.0),
+        EndpointEvent(t=2.3, turn=1, reason="question", silence=0.3),
+        FinalEvent(t=2.31, turn=1, text="Tell me about yourself?", audio_end=2.0),
         SpeculationEvent(t=2.32, turn=1, request=1, outcome="hit", similarity=1.0),
         FirstTokenEvent(t=2.5, turn=1, request=1, ttft=0.25),
-        TokenEvent(t=2.51, turn=1, text="- I build"),
-        PaintedEvent(t=2.52, turn=1, latency=0.01),
-        TokenEvent(t=2.53, turn=1, text=" data tools.\n"),
+        TokenEvent(t=2.51, turn=1, request=1, text="- I build"),
+        PaintedEvent(t=2.52, turn=1, request=1, latency=0.01),
+        TokenEvent(t=2.53, turn=1, request=1, text=" data tools.\n"),
         AnswerDoneEvent(t=2.6, turn=1, request=1, text="- I build data tools.\n",
                         usage=Usage(prompt_tokens=100, completion_tokens=10), cost=0.001),
         TurnStatsEvent(t=2.6, turn=1, requests=1, speculative_requests=1, hits=1, misses=0,
@@ -77,14 +81,15 @@ def test_log_is_written_per_event_in_the_data_dir(_data_home: Path) -> None:
     log.attach(bus)
     log.attach(bus)  # idempotent: no duplicate lines
     assert log.path.parent == _data_home / "interview-copilot" / "sessions" == sessions_dir()
-    written = 0
+    written = sum(event.name != "level" for event in _turn_events())
     for event in _turn_events():
         bus.emit(event)
-        if event.name != "level":
-            written += 1
-        # flushed per event: another reader sees the line at once, before close
-        assert len(log.path.read_text(encoding="utf-8").splitlines()) == written
+    # flushed within 200 ms by the writer thread: another reader sees the lines before close
+    deadline = time.monotonic() + 0.5
+    while len(log.path.read_text(encoding="utf-8").splitlines()) < written and time.monotonic() < deadline:
+        time.sleep(0.01)
     lines = log.path.read_text(encoding="utf-8").splitlines()
+    assert len(lines) == written
     assert all('"level"' not in line for line in lines)
     assert lines[0] == to_json(_turn_events()[0])
     assert any('"painted"' in line for line in lines) and any('"token"' in line for line in lines)
@@ -122,7 +127,9 @@ log.attach(bus)
 print(log.path, flush=True)
 i = 0
 while True:
-    bus.emit(TokenEvent(t=i * 0.001, turn=1, text=f" w{{i}}" + "x" * 200))
+    bus.emit(TokenEvent(t=i * 0.001, turn=1, request=1, text=f" w{{i}}" + "x" * 200))
+    if i % 50 == 0:
+        print(i, flush=True)
     i += 1
     time.sleep(0.0005)
 """
@@ -137,35 +144,73 @@ def test_session_survives_sigkill(_data_home: Path) -> None:
         assert child.stdout is not None
         path = Path(child.stdout.readline().strip())
         deadline = time.monotonic() + 10
+        emitted = 0
         while time.monotonic() < deadline and (not path.exists() or path.stat().st_size < 50_000):
-            time.sleep(0.01)
+            emitted = int(child.stdout.readline())
+        time.sleep(0.5)  # everything emitted up to here is older than half a second at the kill
         os.kill(child.pid, signal.SIGKILL)
     finally:
         child.wait(5)
     session = load_session(path)
-    assert len(session.events) > 100
-    assert session.skipped <= 1
+    assert session.skipped <= 1  # at most a torn last line
     texts = [e.text for e in session.events if isinstance(e, TokenEvent)]
+    assert len(texts) > emitted >= 100
     assert texts == [f" w{i}" + "x" * 200 for i in range(len(texts))]  # nothing lost mid-file
     assert [s.path for s in list_sessions()] == [path]
+
+
+class _SlowStream(io.StringIO):
+    def write(self, s: str) -> int:
+        time.sleep(0.05)  # a disk that stalls
+        return super().write(s)
+
+
+def test_a_slow_disk_never_blocks_the_emitting_thread() -> None:
+    stream = _SlowStream()
+    log = EventLog(stream, close_stream=False)
+    started = time.monotonic()
+    for i in range(200):
+        log(TokenEvent(t=i, turn=1, request=1, text="w"))
+    assert time.monotonic() - started < 0.1  # 200 events queued, none waited for the disk
+    log.close(timeout=20)
+    assert len(stream.getvalue().splitlines()) == 200
+
+
+def test_a_full_disk_is_said_once_and_the_session_goes_on(tmp_path: Path) -> None:
+    if not Path("/dev/full").exists():
+        pytest.skip("no /dev/full")
+    problems: list[str] = []
+    log = EventLog(open("/dev/full", "w", encoding="utf-8"), on_error=problems.append)  # noqa: SIM115
+    for i in range(5000):
+        log(TokenEvent(t=i, turn=1, request=1, text="w" * 100))
+    log.close()
+    assert len(problems) == 1 and "No space left on device" in problems[0]
 
 
 def test_markdown_export(tmp_path: Path) -> None:
     path = tmp_path / "session-20240102-030405-000.jsonl"
     events = [
         *_turn_events(),
-        # second question, answered, then regenerated as a new turn
+        # second question, answered, then regenerated: a new request of the same turn
         VadEvent(t=5.0, speech=True),
         VadEvent(t=7.0, speech=False),
-        FinalEvent(t=7.5, turn=1, text="Why this company?", audio_end=7.0),
-        EndpointEvent(t=7.8, turn=1, reason="silence", silence=0.8),
+        FinalEvent(t=7.5, turn=2, text="Why this company?", audio_end=7.0),
+        EndpointEvent(t=7.8, turn=2, reason="silence", silence=0.8),
         RequestEvent(t=7.81, turn=2, request=2, kind="final", text="Why this company?"),
         RequestEvent(t=7.82, turn=2, request=3, kind="speculative", text="DISCARDED SPEC"),
         FirstTokenEvent(t=8.2, turn=2, request=2, ttft=0.39),
-        TokenEvent(t=8.21, turn=2, text="Because of the mission."),
-        RequestEvent(t=9.0, turn=3, request=4, kind="regenerate", text="Why this company?"),
-        TokenEvent(t=9.4, turn=3, text="I love the product."),
-        FinalEvent(t=12.0, turn=2, text="Any questions for us?", audio_end=12.0),
+        TokenEvent(t=8.21, turn=2, request=2, text="Because of the mission."),
+        RequestEvent(t=9.0, turn=2, request=4, kind="regenerate", text="Why this company?"),
+        CutEvent(t=9.39, turn=2, request=2),
+        TokenEvent(t=9.4, turn=2, request=4, text="I love the product."),
+        # a third question that went on: its first answer was taken back
+        FinalEvent(t=12.0, turn=3, text="Have you led a team?", audio_end=12.0),
+        EndpointEvent(t=12.1, turn=3, reason="silence", silence=0.4),
+        TokenEvent(t=12.3, turn=3, request=5, text="Yes, a team of four."),
+        RetractedEvent(t=12.9, turn=3, request=5, reason="continued"),
+        FinalEvent(t=14.0, turn=3, text="Have you led a team? A big one.", audio_end=14.0),
+        TokenEvent(t=14.3, turn=3, request=6, text="Yes, twelve people."),
+        FinalEvent(t=16.0, turn=4, text="Any questions for us?", audio_end=16.0),
     ]
     path.write_text("".join(to_json(e) + "\n" for e in events), encoding="utf-8")
     md = export_markdown(path)
@@ -175,6 +220,10 @@ def test_markdown_export(tmp_path: Path) -> None:
     assert q2 < md.index("Because of the mission.") < md.index("**Answer (regenerated):**")
     assert md.index("**Answer (regenerated):**") < md.index("I love the product.")
     assert "DISCARDED SPEC" not in md and "Tell me about you\n" not in md
+    assert "a newer answer took its place" in md  # the first answer to Q2 was cut
+    q3 = md.index("> Have you led a team? A big one.")
+    assert q3 < md.index("~~Yes, a team of four.~~") < md.index("Yes, twelve people.")
+    assert "> Have you led a team?\n" not in md and "> Any questions for us?" in md
     # timings: silence at 2.0, endpoint 2.3, spec. request 2.25, first token 2.5, paint 2.52
     assert "Latency 520 ms: endpoint +300 · request +250 spec. hit · 1st token +500 · " \
            "shown +520" in md

@@ -1,0 +1,145 @@
+"""Events to JSON lines on one writer thread, so no stage ever waits on a disk.
+
+Emitting threads (audio capture, the ASR worker, the answer engine's loop, the GUI) only
+put the event on a bounded queue; one thread serialises and writes.  Lines are flushed
+to the operating system at most :data:`FLUSH_INTERVAL_S` after they were written and at
+close, so after a crash — even ``kill -9`` — the file is valid JSON lines up to its last
+complete line and holds everything emitted more than that long before.
+
+A full queue (a disk that cannot keep up) drops events and counts them rather than
+blocking the emitter; a write that fails (disk full, folder gone) stops the writing,
+is reported once through ``on_error``, and the session goes on.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import queue
+import threading
+import time
+from collections.abc import Callable, Iterable
+from typing import IO
+
+from app.events import Event, to_json
+
+FLUSH_INTERVAL_S = 0.2
+"""A crash loses at most this much of the log: well under the half second a person needs
+to read an answer, and five flushes a second cost nothing."""
+MAX_QUEUE = 20_000
+"""About a minute of the busiest stream (tokens at ~300/s): only a stalled disk fills it."""
+
+_CLOSE = object()
+
+
+class _Flush:
+    """A marker: the writer flushes and sets ``done`` when it reaches it."""
+
+    def __init__(self) -> None:
+        self.done = threading.Event()
+
+
+class EventLog:
+    """A bus listener that writes each event (minus ``skip``) as one JSON line."""
+
+    def __init__(self, stream: IO[str], *, skip: Iterable[str] = ("level",), name: str = "event log",
+                 on_error: Callable[[str], None] | None = None,
+                 redact: Callable[[str], str] | None = None, max_queue: int = MAX_QUEUE,
+                 close_stream: bool = True) -> None:
+        self._stream = stream
+        self._close_stream = close_stream
+        self._skip = frozenset(skip)
+        self._name = name
+        self._on_error = on_error
+        self._redact = redact
+        self._queue: queue.Queue[object] = queue.Queue(max_queue)
+        self._closed = False
+        self._failed = False
+        self.dropped = 0
+        """Events lost because the writer fell behind (reported at close)."""
+        self._thread = threading.Thread(target=self._run, name=f"writer:{name}", daemon=True)
+        self._thread.start()
+
+    def __call__(self, event: Event) -> None:
+        if event.name in self._skip or self._closed:
+            return
+        try:
+            self._queue.put_nowait(event)
+        except queue.Full:
+            self.dropped += 1
+
+    def flush(self, timeout: float = 5.0) -> bool:
+        """Wait until everything emitted so far is written (before reading the file back)."""
+        if self._closed:
+            return True
+        marker = _Flush()
+        try:
+            self._queue.put(marker, timeout=timeout)
+        except queue.Full:
+            return False
+        return marker.done.wait(timeout)
+
+    def close(self, timeout: float = 5.0) -> None:
+        """Write what is queued, flush, close the stream; later events are ignored."""
+        if self._closed:
+            return
+        self._closed = True
+        with contextlib.suppress(queue.Full):
+            self._queue.put(_CLOSE, timeout=timeout)
+        self._thread.join(timeout)
+        if self.dropped and self._on_error is not None:
+            self._on_error(f"the {self._name} fell behind: {self.dropped} event(s) were not written")
+
+    # --- the writer thread ----------------------------------------------------------
+
+    def _run(self) -> None:
+        last_flush = time.monotonic()
+        dirty = False
+        while True:
+            try:
+                item = self._queue.get(timeout=FLUSH_INTERVAL_S)
+            except queue.Empty:
+                item = None
+            if item is _CLOSE:
+                break
+            if isinstance(item, Event):
+                dirty = self._write(item) or dirty
+            elif isinstance(item, _Flush):
+                self._flush()
+                dirty = False
+                item.done.set()
+            if dirty and time.monotonic() - last_flush >= FLUSH_INTERVAL_S:
+                self._flush()
+                dirty, last_flush = False, time.monotonic()
+        self._flush()
+        if self._close_stream:
+            with contextlib.suppress(OSError):
+                self._stream.close()
+
+    def _write(self, event: Event) -> bool:
+        if self._failed:
+            return False
+        line = to_json(event)
+        if self._redact is not None:
+            line = self._redact(line)
+        try:
+            self._stream.write(line + "\n")
+        except (OSError, ValueError) as exc:
+            self._fail(exc)
+            return False
+        return True
+
+    def _flush(self) -> None:
+        if self._failed:
+            return
+        try:
+            self._stream.flush()
+        except (OSError, ValueError) as exc:
+            self._fail(exc)
+
+    def _fail(self, exc: Exception) -> None:
+        """Say it once and stop writing: the session (and the screen) go on."""
+        self._failed = True
+        if self._on_error is not None:
+            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+            self._on_error(f"cannot write the {self._name} any more ({reason}); "
+                           "the session goes on, but what follows is not saved")
