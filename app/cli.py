@@ -5,6 +5,10 @@
 ``interview-copilot listen --headless …``  the whole pipeline, answers on stdout
 ``interview-copilot transcribe a.wav``     live transcription only
 ``interview-copilot bench asr|turns …``    the benchmarks
+
+Exit codes: 0 done; 1 a failure while running (the audio device died); 2 a problem to
+fix before starting (a bad flag, an unknown device, a missing file); 130 interrupted
+(Ctrl+C); 143 terminated (SIGTERM).  Whatever was produced is saved in every case.
 """
 
 from __future__ import annotations
@@ -13,17 +17,21 @@ import argparse
 import contextlib
 import logging
 import os
+import signal
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from types import FrameType
 from typing import IO, TYPE_CHECKING
 
 from app import __version__
 from app.config import ConfigProblem, Settings, load_settings
 
 if TYPE_CHECKING:
-    from app.copilot import Copilot
+    from app.session import Session
     from app.tracing import TurnTracer
+
+EXIT_OK, EXIT_FAILED, EXIT_CONFIG, EXIT_INTERRUPTED, EXIT_TERMINATED = 0, 1, 2, 130, 143
 
 DEMO_AUDIO = Path(__file__).resolve().parent.parent / "assets" / "demo.wav"
 
@@ -61,44 +69,48 @@ def main(argv: list[str] | None = None) -> int:
         return _window(settings, args, problems)
     except FatalError as exc:
         print(f"error: {exc}", file=sys.stderr)
-        return 2
+        return EXIT_CONFIG
+    except KeyboardInterrupt:  # before the session was up: nothing to save yet
+        return EXIT_INTERRUPTED
 
 
 class FatalError(Exception):
     """A configuration problem the session cannot start with; the message says the fix."""
 
 
+class Terminated(Exception):
+    """SIGTERM, raised on the main thread so that the session is shut down and saved."""
+
+
+def _raise_terminated(signum: int, frame: FrameType | None) -> None:
+    raise Terminated
+
+
 # --- commands ------------------------------------------------------------------------------
 
 
 def _transcribe(settings: Settings, args: argparse.Namespace) -> int:
-    copilot = _build(settings, args, answers=False)
-    with _event_output(args.events) as stream:
-        if stream is not None:
-            _subscribe_jsonl(copilot, stream)
-        else:
-            copilot.bus.subscribe(_LiveTranscript(sys.stdout))
-        _run(copilot, args)
-    return 0
+    session = _build(settings, args, answers=False)
+    with _event_output(session, args.events) as writing:
+        if not writing:
+            session.bus.subscribe(_LiveTranscript(sys.stdout))
+        return _run(session, args)
 
 
 def _listen(settings: Settings, args: argparse.Namespace) -> int:
     from app.sessions import SessionLog
 
-    copilot = _build(settings, args, answers=True)
-    log = SessionLog()  # every question and answer is on disk as it happens
-    log.attach(copilot.bus)
+    session = _build(settings, args, answers=True)
+    log = SessionLog(on_error=_say)  # every question and answer is on disk as it happens
+    log.attach(session.bus)
     try:
-        with _event_output(args.events) as stream:
-            if stream is not None:
-                _subscribe_jsonl(copilot, stream)
-            if stream is not sys.stdout:
-                copilot.bus.subscribe(_LiveTranscript(sys.stdout, answers=True))
-            _run(copilot, args)
+        with _event_output(session, args.events) as writing:
+            if writing != "stdout":
+                session.bus.subscribe(_LiveTranscript(sys.stdout, answers=True))
+            return _run(session, args)
     finally:
         log.close()
         print(f"session saved: {log.path}", file=sys.stderr)
-    return 0
 
 
 def _window(settings: Settings, args: argparse.Namespace, problems: list[ConfigProblem]) -> int:
@@ -117,83 +129,106 @@ def _window(settings: Settings, args: argparse.Namespace, problems: list[ConfigP
 # --- helpers -----------------------------------------------------------------------------------
 
 
-def _build(settings: Settings, args: argparse.Namespace, *, answers: bool) -> Copilot:
+def _build(settings: Settings, args: argparse.Namespace, *, answers: bool) -> Session:
     from app.asr.model import ModelError
-    from app.copilot import Copilot, resolve_endpoint
+    from app.llm.endpoint import resolve_llm_endpoint
+    from app.session import Session
 
     audio = getattr(args, "audio", None)
     if audio is None and not (getattr(args, "mic", False) or getattr(args, "device", None)) \
             and settings.audio.source == "file":
         raise FatalError("no audio: pass --audio FILE.wav, --mic or --device NAME")
-    endpoint = resolve_endpoint(settings, base_url=getattr(args, "base_url", None),
-                                api_key=getattr(args, "api_key", None), model=getattr(args, "model", None)) \
+    llm = resolve_llm_endpoint(settings, base_url=getattr(args, "base_url", None),
+                               api_key=getattr(args, "api_key", None), model=getattr(args, "model", None)) \
         if answers else None
     try:
-        return Copilot(settings, audio_file=audio, speed=getattr(args, "speed", 1.0), endpoint=endpoint,
-                       answers=answers)
+        return Session(settings, audio_file=audio, speed=getattr(args, "speed", 1.0), llm=llm,
+                       answers=answers, stop_on_audio_error=True)
     except ModelError as exc:
         raise FatalError(str(exc)) from exc
 
 
-def _run(copilot: Copilot, args: argparse.Namespace) -> None:
+def _run(session: Session, args: argparse.Namespace) -> int:
+    """Run until the file is played or the user stops it; always shut down; the exit code."""
     from app.audio import AudioError
-    from app.llm.errors import LlmError
 
-    tracer = _tracer(copilot, args)
+    tracer = _tracer(session, args)
+    previous = signal.signal(signal.SIGTERM, _raise_terminated)
     try:
         if getattr(args, "audio", None):
-            copilot.run_file()
+            session.run_file()
         else:
-            copilot.start()
-            _wait_for_interrupt()
-    except (LlmError, AudioError) as exc:
+            session.start()
+            session.wait()
+    except AudioError as exc:
         raise FatalError(str(exc)) from exc
+    except KeyboardInterrupt:
+        return EXIT_INTERRUPTED
+    except Terminated:
+        return EXIT_TERMINATED
     finally:
-        copilot.shutdown()
+        signal.signal(signal.SIGTERM, previous)
+        session.shutdown()
         if tracer is not None:
             tracer.shutdown()
+    return _exit_code(session)
 
 
-def _tracer(copilot: Copilot, args: argparse.Namespace) -> TurnTracer | None:
+def _exit_code(session: Session) -> int:
+    if session.failure is None:
+        return EXIT_OK
+    kind, message = session.failure
+    print(f"error: {message}", file=sys.stderr)
+    return EXIT_CONFIG if kind == "config" else EXIT_FAILED
+
+
+def _tracer(session: Session, args: argparse.Namespace) -> TurnTracer | None:
     if not getattr(args, "trace", None):
         return None
     from app.tracing import TracingUnavailable, maybe_tracer
 
-    endpoint = copilot.endpoint
+    llm = session.llm
     try:
-        tracer = maybe_tracer(args.trace, include_text=args.trace_text, clock=copilot.clock,
-                              model=endpoint.model if endpoint else None,
-                              base_url=endpoint.base_url if endpoint else None,
-                              session_id=copilot.session_id)
+        tracer = maybe_tracer(args.trace, include_text=args.trace_text, clock=session.clock,
+                              model=llm.model if llm else None, base_url=llm.base_url if llm else None,
+                              session_id=session.session_id)
     except TracingUnavailable as exc:
         raise FatalError(str(exc)) from exc
     if tracer is not None:
-        copilot.bus.subscribe(tracer)
+        session.bus.subscribe(tracer)
     return tracer
 
 
-def _wait_for_interrupt() -> None:
-    import threading
-
-    with contextlib.suppress(KeyboardInterrupt):
-        threading.Event().wait()
-
-
-def _subscribe_jsonl(copilot: Copilot, stream: IO[str]) -> None:
-    from app.events import JsonlWriter
-
-    copilot.bus.subscribe(JsonlWriter(stream))
+def _say(message: str) -> None:
+    print(f"warning: {message}", file=sys.stderr)
 
 
 @contextlib.contextmanager
-def _event_output(target: str | None) -> Iterator[IO[str] | None]:
+def _event_output(session: Session, target: str | None) -> Iterator[str | None]:
+    """``--events``: every event as a JSON line, to stdout (``-``) or a file.
+
+    Yields where they go (``"stdout"``, ``"file"`` or None), so the live transcript
+    stays off stdout when the events use it.
+    """
+    from app.eventlog import EventLog
+
     if target is None:
         yield None
-    elif target == "-":
-        yield sys.stdout
+        return
+    if target == "-":
+        stream: IO[str] = sys.stdout
     else:
-        with open(target, "w", encoding="utf-8") as stream:
-            yield stream
+        try:
+            stream = open(target, "w", encoding="utf-8")  # noqa: SIM115 - the writer closes it
+        except OSError as exc:
+            raise FatalError(f"cannot write the events to {target}: {exc.strerror or exc}") from exc
+    writer = EventLog(stream, name="events output", on_error=_say, close_stream=stream is not sys.stdout)
+    unsubscribe = session.bus.subscribe(writer)
+    try:
+        yield "stdout" if stream is sys.stdout else "file"
+    finally:
+        unsubscribe()
+        writer.close()
 
 
 class _LiveTranscript:
@@ -203,31 +238,47 @@ class _LiveTranscript:
         self._out = out
         self._answers = answers
         self._tty = out.isatty()
-        self._answer_turn: int | None = None
+        self._answer_request: int | None = None
 
     def __call__(self, event: object) -> None:
-        from app.events import ErrorEvent, FinalEvent, PartialEvent, StatusEvent, TokenEvent
+        from app.events import (
+            CutEvent,
+            ErrorEvent,
+            FinalEvent,
+            PartialEvent,
+            RetractedEvent,
+            StatusEvent,
+            TokenEvent,
+        )
 
         if isinstance(event, PartialEvent) and self._tty:
             self._write(f"\r\033[K… {event.text}")
         elif isinstance(event, FinalEvent):
             self._end_answer()
-            self._write(("\r\033[K" if self._tty else "") + f"Q: {event.text}\n")
+            who = "You" if event.speaker == "candidate" else "Q"
+            self._write(("\r\033[K" if self._tty else "") + f"{who}: {event.text}\n")
         elif isinstance(event, TokenEvent) and self._answers:
-            if self._answer_turn != event.turn:
+            if self._answer_request != event.request:
                 self._end_answer()
-                self._answer_turn = event.turn
+                self._answer_request = event.request
                 self._write("A: ")
             self._write(event.text)
+        elif isinstance(event, CutEvent) and self._answers:
+            self._write(" [cut short]")
+            self._end_answer()
+        elif isinstance(event, RetractedEvent) and self._answers:
+            self._end_answer()
+            why = "the question went on" if event.reason == "continued" else "withdrawn"
+            self._write(f"[answer withdrawn: {why}]\n")
         elif isinstance(event, ErrorEvent):
             self._write(f"\n[{event.stage}] {event.message}\n")
         elif isinstance(event, StatusEvent) and self._tty:
             self._write(f"\r\033[K[{event.stage}] {event.message}\n")
 
     def _end_answer(self) -> None:
-        if self._answer_turn is not None:
+        if self._answer_request is not None:
             self._write("\n")
-            self._answer_turn = None
+            self._answer_request = None
 
     def _write(self, text: str) -> None:
         self._out.write(text)

@@ -571,9 +571,9 @@ async def run_llm_checks(target: Target, opts: DoctorOptions,
 
 def _resolve_target(opts: DoctorOptions, settings: Any) -> tuple[Target | None, Any, str]:
     """The endpoint to check, a server to stop afterwards, and a note when there is none."""
-    from app.copilot import LOCAL_MODEL, resolve_endpoint
+    from app.llm.endpoint import LOCAL_MODEL, resolve_llm_endpoint
 
-    endpoint = resolve_endpoint(settings, base_url=opts.base_url, api_key=opts.api_key, model=opts.model)
+    endpoint = resolve_llm_endpoint(settings, base_url=opts.base_url, api_key=opts.api_key, model=opts.model)
     if endpoint is not None:
         return Target(endpoint.base_url, endpoint.api_key, endpoint.model), None, ""
     if not opts.local:

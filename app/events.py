@@ -11,9 +11,9 @@ from __future__ import annotations
 import dataclasses
 import json
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import IO, Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,9 +157,9 @@ class TokenEvent(Event):
 
     name: ClassVar[str] = "token"
     turn: int
-    text: str
-    request: int = 0
+    request: int
     """The request that wrote it: a regenerated answer is a new request of the same turn."""
+    text: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -205,9 +205,9 @@ class TurnStatsEvent(Event):
 class PaintedEvent(Event):
     name: ClassVar[str] = "painted"
     turn: int
+    request: int
     latency: float
     """Seconds from the answer engine handing the token over to the widget painting it."""
-    request: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -322,28 +322,3 @@ class EventBus:
                 if isinstance(event, ErrorEvent):
                     continue
                 self.emit(ErrorEvent(t=event.t, stage="events", message=f"listener failed: {exc}"))
-
-
-class JsonlWriter:
-    """Writes events as JSON lines, flushed per event so a crash loses nothing."""
-
-    def __init__(self, stream: IO[str], *, skip: Iterable[str] = ("level",)) -> None:
-        self._stream: IO[str] | None = stream
-        self._skip = frozenset(skip)
-        self._lock = threading.Lock()
-
-    def __call__(self, event: Event) -> None:
-        if event.name in self._skip:
-            return
-        line = to_json(event)
-        with self._lock:
-            if self._stream is not None:
-                self._stream.write(line + "\n")
-                self._stream.flush()
-
-    def close(self) -> None:
-        """Close the stream; events that still arrive from other threads are dropped."""
-        with self._lock:
-            if self._stream is not None:
-                self._stream.close()
-            self._stream = None

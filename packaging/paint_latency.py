@@ -101,7 +101,7 @@ def run(args: argparse.Namespace) -> int:
         for i, text in enumerate(stream):
             if i and i % 400 == 0:
                 turn += 1  # a new answer block every 400 tokens, as turns do
-            controller.bus.emit(TokenEvent(t=controller.clock.now(), turn=turn, text=text))
+            controller.bus.emit(TokenEvent(t=controller.clock.now(), turn=turn, request=turn, text=text))
             next_at += gap
             delay = next_at - time.perf_counter()
             if delay > 0:
@@ -145,7 +145,7 @@ def compare_render_cost(count: int) -> None:
     view = AnswerView()
     t0 = time.perf_counter()
     for text in stream:
-        view.append_token(1, text)
+        view.append_token(1, 1, text)
     incremental = (time.perf_counter() - t0) / len(stream) * 1e6
     full = QTextEdit()
     raw = ""

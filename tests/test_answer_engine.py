@@ -17,12 +17,16 @@ from app.clock import SessionClock
 from app.config import Settings
 from app.events import (
     AnswerDoneEvent,
+    CutEvent,
     ErrorEvent,
     Event,
     EventBus,
     FinalEvent,
     FirstTokenEvent,
     RequestEvent,
+    RestoredEvent,
+    ResumedEvent,
+    RetractedEvent,
     SpeculateEvent,
     SpeculationEvent,
     TokenEvent,
@@ -79,6 +83,7 @@ def make_engine(server: FakeServer, *, strategy: Strategy = Strategy(), settings
                           session_id="test", strategy=strategy)
     bus.subscribe(engine.on_event)
     engine.start()
+    assert engine.warmed.wait(5)
     return engine, rec, bus
 
 
@@ -248,15 +253,99 @@ def test_a_wrong_key_is_reported_without_the_key(server: FakeServer) -> None:
         engine.stop()
 
 
-def test_regenerate_asks_the_last_question_again(server: FakeServer) -> None:
+def test_regenerate_is_a_new_request_of_the_same_turn_and_the_next_question_is_its_own(
+        server: FakeServer) -> None:
     engine, rec, bus = make_engine(server)
     try:
-        final(bus, "What is your biggest weakness?")
+        final(bus, "What is your biggest weakness?", turn=1)
         rec.wait(lambda r: len(r.of(AnswerDoneEvent)) == 1)
         engine.regenerate()
         rec.wait(lambda r: len(r.of(AnswerDoneEvent)) == 2)
-        assert rec.of(RequestEvent)[-1].kind == "regenerate"
-        assert rec.of(AnswerDoneEvent)[1].turn == 2
+        regenerated = rec.of(RequestEvent)[-1]
+        assert regenerated.kind == "regenerate" and regenerated.turn == 1
+        speculate(bus, "Why should we hire you?", turn=2)
+        final(bus, "Why should we hire you?", turn=2)
+        rec.wait(lambda r: len(r.of(AnswerDoneEvent)) == 3)
+        assert [e.outcome for e in rec.of(SpeculationEvent)] == ["hit"]  # speculated as usual
+        done = rec.of(AnswerDoneEvent)
+        assert [d.turn for d in done] == [1, 1, 2] and len({d.request for d in done}) == 3
+        by_request = {d.request: d.text for d in done}
+        for token in rec.of(TokenEvent):  # two separate whole answers, never mixed
+            assert token.text in by_request[token.request]
+        assert "hire" in by_request[done[2].request].lower()
+    finally:
+        engine.stop()
+
+
+def test_a_new_answer_cuts_the_one_still_streaming(server: FakeServer) -> None:
+    engine, rec, bus = make_engine(server)
+    try:
+        server.set_profile(tokens_per_s=8, answer_tokens=60)  # the first answer is slow
+        final(bus, "Tell me about yourself.", turn=1)
+        rec.wait(lambda r: len(r.of(TokenEvent)) >= 2)
+        server.set_profile(tokens_per_s=400, answer_tokens=12)
+        final(bus, "What is your biggest weakness?", turn=2)
+        rec.wait(lambda r: len([d for d in r.of(AnswerDoneEvent) if d.turn == 2]) == 1)
+        cut = rec.of(CutEvent)
+        assert [(c.turn, c.request) for c in cut] == [(1, rec.of(RequestEvent)[0].request)]
+        first, second = rec.of(AnswerDoneEvent)
+        assert first.turn == 1 and first.truncated and first.text == rec.shown(1)
+        assert second.turn == 2 and not second.truncated
+        order = [e.request for e in rec.of(TokenEvent)]
+        assert order == sorted(order)  # one answer in front: no token of the first after the second
+        assert server.wait_for(lambda s: s.chat_requests()[0].cancelled, timeout=2)
+    finally:
+        engine.stop()
+
+
+def test_a_continued_question_withdraws_the_answer_and_asks_the_whole_question(server: FakeServer) -> None:
+    engine, rec, bus = make_engine(server)
+    try:
+        final(bus, "Have you ever led a team?")
+        rec.wait(lambda r: len(r.of(AnswerDoneEvent)) == 1)
+        first = rec.of(AnswerDoneEvent)[0]
+        bus.emit(ResumedEvent(t=1.0, turn=1, pause=0.45))
+        rec.wait(lambda r: bool(r.of(RetractedEvent)))
+        assert rec.of(RetractedEvent) == [RetractedEvent(t=rec.of(RetractedEvent)[0].t, turn=1,
+                                                         request=first.request, reason="continued")]
+        whole = "Have you ever led a team? I mean a team of more than ten people."
+        final(bus, whole)
+        rec.wait(lambda r: len(r.of(AnswerDoneEvent)) == 2)
+        second = rec.of(AnswerDoneEvent)[1]
+        assert second.turn == 1 and second.request != first.request
+        last_user = server.chat_requests()[-1].body["messages"][-1]
+        assert last_user["role"] == "user" and last_user["content"] == whole
+        assert rec.of(RestoredEvent) == []
+    finally:
+        engine.stop()
+
+
+def test_a_tag_continuation_keeps_the_answer(server: FakeServer) -> None:
+    engine, rec, bus = make_engine(server)
+    try:
+        final(bus, "You have worked with Kubernetes")
+        rec.wait(lambda r: len(r.of(AnswerDoneEvent)) == 1)
+        request = rec.of(AnswerDoneEvent)[0].request
+        bus.emit(ResumedEvent(t=1.0, turn=1, pause=0.4))
+        speculate(bus, "You have worked with Kubernetes, right?")
+        final(bus, "You have worked with Kubernetes, right?")
+        rec.wait(lambda r: bool(r.of(RestoredEvent)))
+        assert [(e.turn, e.request) for e in rec.of(RestoredEvent)] == [(1, request)]
+        assert len(server.chat_requests()) == 1  # nothing asked again
+    finally:
+        engine.stop()
+
+
+def test_the_user_can_withdraw_an_answer(server: FakeServer) -> None:
+    server.set_profile(tokens_per_s=10, answer_tokens=50)
+    engine, rec, bus = make_engine(server)
+    try:
+        final(bus, "What is your biggest weakness?")
+        rec.wait(lambda r: bool(r.of(TokenEvent)))
+        engine.retract_answer()
+        rec.wait(lambda r: bool(r.of(RetractedEvent)))
+        assert rec.of(RetractedEvent)[0].reason == "user"
+        assert server.wait_for(lambda s: s.chat_requests()[0].cancelled, timeout=2)
     finally:
         engine.stop()
 

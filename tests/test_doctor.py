@@ -141,7 +141,7 @@ def test_no_endpoint_and_no_local_is_a_skip_with_a_note(monkeypatch: pytest.Monk
                                                         isolated_dirs: object) -> None:
     for name in ("OPENAI_BASE_URL", "OPENAI_API_KEY", "COPILOT_MODEL"):
         monkeypatch.delenv(name, raising=False)
-    monkeypatch.setattr("app.copilot.get_api_key", lambda url, explicit=None: explicit)
+    monkeypatch.setattr("app.llm.endpoint.get_api_key", lambda url, explicit=None: explicit)
     rc, report, _ = run_json([])
     assert rc == 0
     assert statuses(report) == {"endpoint": "skip"}

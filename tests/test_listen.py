@@ -37,7 +37,7 @@ def server() -> Iterator[FakeServer]:
 
 @pytest.fixture(scope="module")
 def two_questions() -> Path:
-    return concat([synth("Why are you interested in this role?", tail_s=0.0), 2.0,
+    return concat([synth("Why are you interested in this role?", tail_s=0.0), 3.0,
                    synth("What is your biggest weakness?", lead_s=0.0)], "listen-two-questions")
 
 
@@ -103,12 +103,13 @@ def test_with_no_key_the_embedded_local_llm_answers(tmp_path: Path) -> None:
 def test_the_embedded_llm_confirms_questions_sooner(server: FakeServer, local: bool, wait: float) -> None:
     """Its first token comes ~100 ms after the guess, so waiting 400 ms would only add latency."""
     from app.config import Settings
-    from app.copilot import Copilot, Endpoint
     from app.events import EndpointEvent, Event
+    from app.llm.endpoint import LlmEndpoint
+    from app.session import Session
 
     events: list[Event] = []
-    copilot = Copilot(Settings(), audio_file=synth("Why are you interested in this role?"), speed=2.0,
-                      endpoint=Endpoint(server.start(), "sk-good", "gpt-4o-mini", local=local))
+    copilot = Session(Settings(), audio_file=synth("Why are you interested in this role?"), speed=2.0,
+                      llm=LlmEndpoint(server.start(), "sk-good", "gpt-4o-mini", local=local))
     copilot.bus.subscribe(events.append)
     try:
         copilot.run_file()

@@ -21,6 +21,7 @@ from app import secrets
 from app.config import Settings, load_settings
 from app.events import (
     AnswerDoneEvent,
+    CutEvent,
     EndpointEvent,
     ErrorEvent,
     Event,
@@ -30,6 +31,9 @@ from app.events import (
     PaintedEvent,
     PartialEvent,
     RequestEvent,
+    RestoredEvent,
+    ResumedEvent,
+    RetractedEvent,
     SpeculateEvent,
     SpeculationEvent,
     TokenEvent,
@@ -97,7 +101,7 @@ def test_tokens_from_a_background_thread_arrive_in_order(
     qtbot: QtBot, window: MainWindow, controller: FakeController
 ) -> None:
     tokens = [f" t{i}" for i in range(300)]
-    controller.emit_from_thread(TokenEvent(t=0.0, turn=1, text=x) for x in tokens)
+    controller.emit_from_thread(TokenEvent(t=0.0, turn=1, request=1, text=x) for x in tokens)
     qtbot.waitUntil(lambda: answer_text(window) == "".join(tokens), timeout=5000)
     assert window.panes.answer.toPlainText().endswith(" t298 t299")
     assert window.status.state == "answering"
@@ -113,8 +117,8 @@ def test_only_token_events_add_answer_text(
         SpeculationEvent(t=1.3, turn=1, request=1, outcome="miss", similarity=0.4),
         RequestEvent(t=1.4, turn=1, request=2, kind="final", text="The real question?"),
         AnswerDoneEvent(t=1.5, turn=0, request=1, text="DISCARDED answer"),
-        TokenEvent(t=1.6, turn=1, text="Shown"),
-        TokenEvent(t=1.61, turn=1, text=" answer."),
+        TokenEvent(t=1.6, turn=1, request=1, text="Shown"),
+        TokenEvent(t=1.61, turn=1, request=1, text=" answer."),
     ]
     controller.emit_from_thread(events)
     qtbot.waitUntil(lambda: answer_text(window) == "Shown answer.", timeout=3000)
@@ -127,10 +131,10 @@ def test_new_turn_and_regenerate_start_new_blocks(
     qtbot: QtBot, window: MainWindow, controller: FakeController
 ) -> None:
     controller.emit_from_thread([
-        TokenEvent(t=1.0, turn=1, text="First."),
-        TokenEvent(t=2.0, turn=2, text="Second."),
+        TokenEvent(t=1.0, turn=1, request=1, text="First."),
+        TokenEvent(t=2.0, turn=2, request=2, text="Second."),
         RequestEvent(t=3.0, turn=2, request=5, kind="regenerate", text="q"),
-        TokenEvent(t=3.1, turn=2, text="Again."),
+        TokenEvent(t=3.1, turn=2, request=5, text="Again."),
     ])
     qtbot.waitUntil(lambda: len(window.panes.answer.blocks) == 3, timeout=3000)
     blocks = window.panes.answer.blocks
@@ -141,11 +145,35 @@ def test_new_turn_and_regenerate_start_new_blocks(
     assert "regenerated" in plain
 
 
+def test_a_cut_answer_ends_its_block_and_a_taken_back_one_collapses(
+    qtbot: QtBot, window: MainWindow, controller: FakeController
+) -> None:
+    controller.emit_from_thread([
+        TokenEvent(t=1.0, turn=1, request=1, text="A long first answer"),
+        CutEvent(t=1.5, turn=1, request=1),
+        AnswerDoneEvent(t=1.5, turn=1, request=1, text="A long first answer", truncated=True),
+        TokenEvent(t=1.6, turn=2, request=2, text="Yes, a team of four."),
+        ResumedEvent(t=2.0, turn=2, pause=0.4),
+        RetractedEvent(t=2.05, turn=2, request=2, reason="continued"),
+        TokenEvent(t=3.0, turn=2, request=3, text="Yes, twelve people."),
+    ])
+    view = window.panes.answer
+    qtbot.waitUntil(lambda: len(view.blocks) == 3, timeout=3000)
+    plain = view.toPlainText()
+    assert "cut short" in plain and plain.index("cut short") < plain.index("taken back")
+    assert "taken back (the question went on): Yes, a team of four." in plain
+    assert "\nYes, a team of four." not in plain  # collapsed to the one dimmed line
+    assert view.current_answer() == "Yes, twelve people."
+    assert not view.blocks[2].regenerated  # the whole question's answer, not a regeneration
+    controller.emit_from_thread([RestoredEvent(t=4.0, turn=2, request=2)])
+    qtbot.waitUntil(lambda: "taken back" not in view.toPlainText(), timeout=3000)
+
+
 def test_markdown_bullets_render_incrementally(qtbot: QtBot, window: MainWindow) -> None:
     view = window.panes.answer
     for token in ["**Short", " answer:**", " yes.\n", "-", " Use", " `idx`", "\n", "- Two\n",
                   "1.", " Numbered\n"]:
-        view.append_token(1, token)
+        view.append_token(1, 1, token)
     doc = view.document()
     blocks = [doc.findBlockByNumber(i) for i in range(doc.blockCount())]
     texts = [b.text() for b in blocks]
@@ -169,7 +197,7 @@ def test_paint_reports_painted_events(
     controller.bus.subscribe(lambda e: painted.append(e) if isinstance(e, PaintedEvent) else None)
     window.show()
     qtbot.waitExposed(window)
-    controller.emit_from_thread([TokenEvent(t=controller.clock.now(), turn=7, text="Hello")])
+    controller.emit_from_thread([TokenEvent(t=controller.clock.now(), turn=7, request=7, text="Hello")])
     qtbot.waitUntil(lambda: bool(painted), timeout=3000)
     assert painted[0].turn == 7 and 0.0 <= painted[0].latency < 2.0
 
@@ -218,8 +246,8 @@ def test_latency_status_updates_from_a_sequence_of_events(
         EndpointEvent(t=11.8, turn=3, reason="silence", silence=0.8),
         RequestEvent(t=11.81, turn=4, request=9, kind="final", text="q"),
         FirstTokenEvent(t=12.2, turn=4, request=9, ttft=0.39),
-        TokenEvent(t=12.21, turn=4, text="Yes"),
-        PaintedEvent(t=12.23, turn=4, latency=0.02),
+        TokenEvent(t=12.21, turn=4, request=4, text="Yes"),
+        PaintedEvent(t=12.23, turn=4, request=4, latency=0.02),
         AnswerDoneEvent(t=12.5, turn=4, request=9, text="Yes",
                         usage=Usage(prompt_tokens=1000, completion_tokens=50), cost=0.0012),
     ])
@@ -247,7 +275,7 @@ def test_speculation_outcome_in_status(
         EndpointEvent(t=1.3, turn=0, reason="question", silence=0.3),
         SpeculationEvent(t=1.31, turn=1, request=1, outcome="hit", similarity=0.97),
         FirstTokenEvent(t=1.5, turn=1, request=1, ttft=0.25),
-        TokenEvent(t=1.51, turn=1, text="A"),
+        TokenEvent(t=1.51, turn=1, request=1, text="A"),
     ])
     qtbot.waitUntil(lambda: "spec. hit" in window.status.latency_label.text(), timeout=3000)
     assert "request +250 spec. hit" in window.status.latency_label.text()
@@ -460,9 +488,9 @@ def test_export_and_reopen_session(
     log.attach(controller.bus)
     window = make_window(qtbot, controller, tmp_path, session_log=log)
     controller.emit_from_thread([
-        FinalEvent(t=1.0, turn=0, text="Why Python?", audio_end=1.0),
-        EndpointEvent(t=1.5, turn=0, reason="silence", silence=0.8),
-        TokenEvent(t=2.0, turn=1, text="- Fast to write\n"),
+        FinalEvent(t=1.0, turn=1, text="Why Python?", audio_end=1.0),
+        EndpointEvent(t=1.5, turn=1, reason="silence", silence=0.8),
+        TokenEvent(t=2.0, turn=1, request=1, text="- Fast to write\n"),
     ])
     qtbot.waitUntil(lambda: window.panes.answer.current_answer() == "- Fast to write",
                     timeout=3000)
@@ -504,7 +532,7 @@ def test_thousands_of_tokens_do_not_exhaust_singleton_refcounts(
     import sys
 
     count = 4000
-    controller.emit_from_thread(TokenEvent(t=0.0, turn=1, text=" w") for _ in range(count))
+    controller.emit_from_thread(TokenEvent(t=0.0, turn=1, request=1, text=" w") for _ in range(count))
     qtbot.waitUntil(lambda: len(answer_text(window)) == 2 * count, timeout=10000)
     if sys.version_info < (3, 12):
         assert sys.getrefcount(None) > 1 << 39
@@ -574,9 +602,9 @@ def _two_turns() -> list[Event]:
         FinalEvent(t=1.31, turn=0, text="q1", audio_end=1.0),
         SpeculationEvent(t=1.315, turn=1, request=1, outcome="hit", similarity=0.97),
         FirstTokenEvent(t=1.5, turn=1, request=1, ttft=0.25),
-        TokenEvent(t=1.51, turn=1, text="A"),
-        TokenEvent(t=1.52, turn=1, text=" one."),
-        PaintedEvent(t=1.53, turn=1, latency=0.02),
+        TokenEvent(t=1.51, turn=1, request=1, text="A"),
+        TokenEvent(t=1.52, turn=1, request=1, text=" one."),
+        PaintedEvent(t=1.53, turn=1, request=1, latency=0.02),
         VadEvent(t=4.0, speech=True),
         VadEvent(t=5.0, speech=False),
         RequestEvent(t=5.4, turn=2, request=2, kind="speculative", text="q2?"),
@@ -585,8 +613,8 @@ def _two_turns() -> list[Event]:
         SpeculationEvent(t=5.71, turn=2, request=2, outcome="miss", similarity=0.4),
         RequestEvent(t=5.72, turn=2, request=3, kind="final", text="q2 really"),
         FirstTokenEvent(t=6.1, turn=2, request=3, ttft=0.38),
-        TokenEvent(t=6.11, turn=2, text="B"),
-        PaintedEvent(t=6.14, turn=2, latency=0.03),
+        TokenEvent(t=6.11, turn=2, request=2, text="B"),
+        PaintedEvent(t=6.14, turn=2, request=2, latency=0.03),
     ]
 
 
@@ -645,9 +673,9 @@ def test_latency_view_lists_turns_live_with_outcome_colours(
         FinalEvent(t=9.6, turn=2, text="q3", audio_end=9.0),
         RequestEvent(t=9.61, turn=3, request=4, kind="final", text="q3"),
         FirstTokenEvent(t=9.9, turn=3, request=4, ttft=0.29),
-        TokenEvent(t=9.91, turn=3, text="C"),
+        TokenEvent(t=9.91, turn=3, request=3, text="C"),
         RequestEvent(t=12.0, turn=4, request=5, kind="regenerate", text="q3"),
-        TokenEvent(t=12.3, turn=4, text="C again"),
+        TokenEvent(t=12.3, turn=4, request=4, text="C again"),
     ])
     qtbot.waitUntil(lambda: len(view.chart.rows) == 3 and view.note.isVisibleTo(view), timeout=3000)
     third = view.chart.rows[2]

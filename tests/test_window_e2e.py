@@ -16,9 +16,10 @@ from pytestqt.qtbot import QtBot
 
 from app.asr.decoder import WhisperDecoder
 from app.config import Settings
-from app.copilot import Copilot, Endpoint
 from app.events import AnswerDoneEvent, Event, FinalEvent, PaintedEvent, TokenEvent
+from app.llm.endpoint import LlmEndpoint
 from app.llm.fake_server import FakeServer, Profile
+from app.session import Session
 from app.ui.window import MainWindow
 from tests.speech import synth
 from tests.ui_fakes import AcceptingBackend
@@ -35,8 +36,8 @@ def test_a_spoken_question_ends_up_painted(qtbot: QtBot, server: FakeServer, dec
                                            tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
     clip = synth("Why are you interested in this role?")
-    copilot = Copilot(Settings(), audio_file=clip, decoder=decoder,
-                      endpoint=Endpoint(server.start(), "k", "gpt-4o-mini", local=False))
+    copilot = Session(Settings(), audio_file=clip, decoder=decoder,
+                      llm=LlmEndpoint(server.start(), "k", "gpt-4o-mini", local=False))
     events: list[Event] = []
     lock = threading.Lock()
 

@@ -10,7 +10,15 @@ client is bound to the loop it first ran on).  It listens to two events:
   the speculation is cancelled (closing its HTTP stream) and the final text is asked.
 
 Only tokens of a confirmed request become ``token`` events, so a discarded
-speculation can never reach the screen.
+speculation can never reach the screen.  One answer is in front at a time: before a new
+answer shows its first token, an older one still streaming is cut (``cut``).  When the
+interviewer goes on speaking after the endpoint (``resumed``), the answer on screen is
+withdrawn (``retracted``) and becomes a guess again: if the whole question turns out to
+be the same one (only a tag such as "right?" was added) it is shown again
+(``restored``); otherwise the whole question is asked.
+
+Turn ids come from the session (the listening half hands them out); a regeneration is
+a new request of the same turn.
 """
 
 from __future__ import annotations
@@ -24,11 +32,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from app.answer.accounting import Ledger, RequestCost
-from app.answer.similarity import ReuseRule, compare
+from app.answer.similarity import ReuseRule, compare, tags_of
 from app.clock import SessionClock
 from app.config import Settings
 from app.events import (
     AnswerDoneEvent,
+    CutEvent,
     ErrorEvent,
     Event,
     EventBus,
@@ -36,6 +45,10 @@ from app.events import (
     FirstTokenEvent,
     RequestEvent,
     RequestKind,
+    RestoredEvent,
+    ResumedEvent,
+    RetractedEvent,
+    RetractReason,
     SpeculateEvent,
     SpeculationEvent,
     SpeculationOutcome,
@@ -48,6 +61,7 @@ from app.llm.errors import LlmError
 from app.prompt.builder import PromptBuilder, cache_key, estimate_tokens
 
 ClientFactory = Callable[[], LlmClient]
+"""Builds the one client; may block (it starts the embedded server), so it runs off the loop."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,6 +90,10 @@ class _Request:
     settled: bool = False
     """Accounted for, once: shown and done, or discarded as wasted."""
     cancelled: bool = False
+    shown: bool = False
+    """At least one token reached the screen."""
+    retracted: bool = False
+    """Taken back from the screen; shown again only if the question turns out the same."""
     sent_at: float = 0.0
     task: asyncio.Task[None] | None = None
     prompt_tokens: int = 0
@@ -106,21 +124,34 @@ class AnswerEngine:
         self._low_latency = settings.answer.low_latency and strategy.speculation
         self._cache_key = cache_key(session_id, prompt.prefix_messages()) if send_cache_key else None
         self._fillers = frozenset(w for ws in settings.answer.filler_words.values() for w in ws)
+        self._tags = tags_of([w for ws in settings.turns.end_words.values() for w in ws])
         self._ledger = Ledger(settings.prices.get(model))
         self._ids = itertools.count(1)
         self._turns: dict[int, _Turn] = {}
-        self._last_question: str | None = None
+        self._last_turn: _Turn | None = None
+        """The newest turn with a question: what Regenerate asks again."""
+        self._front: _Request | None = None
+        """The answer whose tokens are on screen now (one at a time)."""
         self._client: LlmClient | None = None
+        self._client_error: LlmError | None = None
+        self._warm_done: asyncio.Event | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._ready = threading.Event()
+        self.warmed = threading.Event()
+        """Set once the client is built and its connections are warm (or that failed)."""
         self._tasks: set[asyncio.Task[None]] = set()
         self._keepalive: asyncio.Task[None] | None = None
 
     # --- lifecycle (any thread) ---------------------------------------------------
 
-    def start(self, timeout: float = 30.0) -> None:
-        """Start the loop thread and pre-warm the client; returns when it is ready."""
+    def start(self, timeout: float = 5.0) -> None:
+        """Start the loop thread; returns once it takes events, before the client is warm.
+
+        Building the client (which may start the embedded server) and warming its
+        connections run on the loop beside everything else: a question asked meanwhile
+        waits for the client, and a slow or dead endpoint is a message, not a wait.
+        """
         self._thread = threading.Thread(target=self._run_loop, name="answer-engine", daemon=True)
         self._thread.start()
         self._ready.wait(timeout)
@@ -144,8 +175,9 @@ class AnswerEngine:
     # --- inputs (any thread) --------------------------------------------------------
 
     def on_event(self, event: Event) -> None:
-        """Bus listener: hand speculate/final events to the loop thread."""
-        if isinstance(event, SpeculateEvent | FinalEvent):
+        """Bus listener: hand the interviewer's turn events to the loop thread."""
+        if isinstance(event, SpeculateEvent | ResumedEvent) or (
+                isinstance(event, FinalEvent) and event.speaker == "interviewer"):
             self._call(self._handle, event)
 
     @property
@@ -163,6 +195,10 @@ class AnswerEngine:
     def regenerate(self) -> None:
         self._call(self._regenerate)
 
+    def retract_answer(self) -> None:
+        """Take the answer on screen back (the user says it is wrong)."""
+        self._call(self._retract_front, "user")
+
     @property
     def ledger(self) -> Ledger:
         return self._ledger
@@ -177,19 +213,40 @@ class AnswerEngine:
         loop = asyncio.new_event_loop()
         self._loop = loop
         asyncio.set_event_loop(loop)
+        self._warm_done = asyncio.Event()
+        warm = loop.create_task(self._warm_up())
         try:
-            loop.run_until_complete(self._warm_up())
-            self._ready.set()
+            loop.call_soon(self._ready.set)
             loop.run_forever()
         finally:
             self._ready.set()
+            warm.cancel()
             loop.run_until_complete(loop.shutdown_asyncgens())
             loop.close()
 
     async def _warm_up(self) -> None:
+        """Build the client and warm it; a question asked meanwhile waits for this.
+
+        Waiting costs nothing a cold request would not pay anyway (the connection), and
+        the embedded server serves one request at a time: a question racing the priming
+        request would interrupt it and be interrupted in turn.
+        """
+        assert self._warm_done is not None
+        try:
+            await self._build_and_warm_client()
+        finally:
+            self._warm_done.set()
+            self.warmed.set()
+
+    async def _build_and_warm_client(self) -> None:
         if not self._strategy.warm_client:
             return
-        self._client = self._client_factory()
+        try:
+            self._client = await asyncio.get_running_loop().run_in_executor(None, self._client_factory)
+        except LlmError as exc:
+            self._client_error = exc
+            self._emit(ErrorEvent(t=self._clock.now(), stage="llm", message=str(exc)))
+            return
         try:
             await self._client.start()
             if self._prime_cache or self._cache_pings_enabled():
@@ -217,6 +274,8 @@ class AnswerEngine:
             self._on_speculate(event)
         elif isinstance(event, FinalEvent):
             self._on_final(event)
+        elif isinstance(event, ResumedEvent):
+            self._on_resumed(event)
 
     def _turn(self, number: int) -> _Turn:
         if number not in self._turns:
@@ -229,8 +288,8 @@ class AnswerEngine:
         turn = self._turn(event.turn)
         if turn.answer is not None or len(turn.speculations) >= self._settings.answer.max_speculations:
             return
-        pending = [r for r in turn.speculations if not r.settled and r.failed is None]
-        if any(compare(r.text, event.text, fillers=self._fillers).same for r in pending):
+        pending = [r for r in turn.speculations if not r.cancelled and r.failed is None]
+        if any(self._same(r.text, event.text) for r in pending):
             return  # the same question is already being answered (or was, in full)
         for old in pending:
             self._cancel(old)
@@ -238,14 +297,17 @@ class AnswerEngine:
 
     def _on_final(self, event: FinalEvent) -> None:
         turn = self._turn(event.turn)
+        if turn.answer is not None and turn.question is not None and self._same(turn.question, event.text):
+            return  # the same final again (a continuation that came to nothing)
         turn.question = event.text
-        self._last_question = event.text
+        self._last_turn = turn
         self._finish_previous_answers(turn.number)
         usable = [r for r in turn.speculations if r.failed is None and not r.cancelled]
         candidate = usable[-1] if usable else None
         if candidate is not None:
             verdict = compare(candidate.text, event.text, self._strategy.reuse_rule,
-                              threshold=self._settings.answer.fuzzy_threshold, fillers=self._fillers)
+                              threshold=self._settings.answer.fuzzy_threshold, fillers=self._fillers,
+                              tags=self._tags)
             outcome: SpeculationOutcome = "hit" if verdict.same else "miss"
             self._emit(SpeculationEvent(t=self._clock.now(), turn=turn.number, request=candidate.id,
                                         outcome=outcome, similarity=round(verdict.similarity, 4)))
@@ -267,13 +329,36 @@ class AnswerEngine:
                     if not request.settled:
                         self._cancel(request)
 
-    def _regenerate(self) -> None:
-        if self._last_question is None:
+    def _on_resumed(self, event: ResumedEvent) -> None:
+        """The interviewer went on: the answer to the first half is no answer any more."""
+        turn = self._turns.get(event.turn)
+        if turn is None or turn.answer is None:
             return
-        number = max(self._turns, default=0) + 1
-        turn = self._turn(number)
-        turn.question = self._last_question
-        turn.answer = self._send(turn, self._last_question, "regenerate", confirmed=True)
+        answer, turn.answer = turn.answer, None
+        answer.confirmed = False
+        answer.retracted = answer.shown
+        turn.speculations = [answer]  # a guess again: the whole question decides
+        if self._front is answer:
+            self._front = None
+        if answer.shown:
+            self._emit(RetractedEvent(t=self._clock.now(), turn=turn.number, request=answer.id,
+                                      reason="continued"))
+        self._prompt.forget_turn(turn.number)
+
+    def _retract_front(self, reason: RetractReason) -> None:
+        request, self._front = self._front, None
+        if request is None:
+            return
+        self._emit(RetractedEvent(t=self._clock.now(), turn=request.turn, request=request.id, reason=reason))
+        self._prompt.forget_turn(request.turn)
+        self._cancel(request)
+
+    def _regenerate(self) -> None:
+        """Ask the newest question again: a new request of the same turn."""
+        turn = self._last_turn
+        if turn is None or turn.question is None:
+            return
+        turn.answer = self._send(turn, turn.question, "regenerate", confirmed=True)
 
     def _cancel_all(self) -> None:
         for turn in self._turns.values():
@@ -298,12 +383,30 @@ class AnswerEngine:
 
     def _confirm(self, request: _Request) -> None:
         request.confirmed = True
+        if request.retracted:  # only a tag was added: the answer on screen was right
+            request.retracted = False
+            self._put_in_front(request)
+            self._emit(RestoredEvent(t=self._clock.now(), turn=request.turn, request=request.id))
+            if request.settled:
+                self._record(request)
         if request.held:
-            self._emit(TokenEvent(t=self._clock.now(), turn=request.turn, text="".join(request.held),
-                                  request=request.id))
+            self._show(request, "".join(request.held))
             request.held.clear()
         if request.finished and not request.settled:
             self._done(request)
+
+    def _show(self, request: _Request, text: str) -> None:
+        self._put_in_front(request)
+        request.shown = True
+        self._emit(TokenEvent(t=self._clock.now(), turn=request.turn, text=text, request=request.id))
+
+    def _put_in_front(self, request: _Request) -> None:
+        """One answer on screen at a time: an older one still streaming is cut short."""
+        front = self._front
+        if front is not None and front is not request and not front.settled:
+            self._emit(CutEvent(t=self._clock.now(), turn=front.turn, request=front.id))
+            self._cancel(front)
+        self._front = request
 
     def _cancel(self, request: _Request, *, report: bool = True) -> None:
         """Stop a request now (its HTTP stream closes, so the server stops generating).
@@ -313,9 +416,12 @@ class AnswerEngine:
         """
         if request.task and not request.task.done():
             request.task.cancel()
-        if request.settled:
+        was_settled, request.cancelled = request.settled, True
+        if self._front is request:
+            self._front = None
+        if was_settled:
             return
-        request.finished = request.cancelled = True
+        request.finished = True
         if request.confirmed:
             self._done(request, truncated=True)
             return
@@ -336,11 +442,12 @@ class AnswerEngine:
         request.sent_at = self._clock.now()
         self._emit(RequestEvent(t=request.sent_at, turn=request.turn, request=request.id, kind=request.kind,
                                 text=request.text))
-        client, owned = await self._client_for_request()
-        stream = client.stream_chat(messages, max_tokens=self._settings.llm.max_tokens,
-                                    temperature=self._settings.llm.temperature,
-                                    prompt_cache_key=self._cache_key)
+        owned = False
         try:
+            client, owned = await self._client_for_request()
+            stream = client.stream_chat(messages, max_tokens=self._settings.llm.max_tokens,
+                                        temperature=self._settings.llm.temperature,
+                                        prompt_cache_key=self._cache_key)
             async with contextlib.aclosing(stream):
                 async for item in stream:
                     if isinstance(item, Delta):
@@ -359,9 +466,13 @@ class AnswerEngine:
             self._done(request)
 
     async def _client_for_request(self) -> tuple[LlmClient, bool]:
-        if self._strategy.warm_client and self._client is not None:
-            return self._client, False
-        return self._client_factory(), True
+        if not self._strategy.warm_client:  # the baseline: a fresh client per request
+            return await asyncio.get_running_loop().run_in_executor(None, self._client_factory), True
+        assert self._warm_done is not None
+        await self._warm_done.wait()
+        if self._client is None:
+            raise self._client_error or LlmError("server", "no LLM client", retryable=False)
+        return self._client, False
 
     def _on_delta(self, request: _Request, delta: Delta) -> None:
         now = self._clock.now()
@@ -373,7 +484,7 @@ class AnswerEngine:
                                        http_version=timing.http_version, attempts=timing.attempts))
         request.received.append(delta.text)
         if request.confirmed:
-            self._emit(TokenEvent(t=now, turn=request.turn, text=delta.text, request=request.id))
+            self._show(request, delta.text)
         else:
             request.held.append(delta.text)
 
@@ -400,8 +511,17 @@ class AnswerEngine:
         self._emit(AnswerDoneEvent(t=self._clock.now(), turn=request.turn, request=request.id, text=text,
                                    usage=usage, cost=round(cost, 8), truncated=truncated))
         self._emit(self._ledger.turn_stats(request.turn, self._clock.now()))
+        self._record(request)
+
+    def _record(self, request: _Request) -> None:
+        """The prompt's history holds what the candidate saw, once per turn."""
+        text = "".join(request.received)
         if text:
-            self._prompt.record_turn(request.text, text)
+            self._prompt.record_turn(request.text, text, key=request.turn)
+
+    def _same(self, a: str, b: str) -> bool:
+        """Exact words, fillers and trailing tags aside: the dedup and the reuse rule alike."""
+        return compare(a, b, fillers=self._fillers, tags=self._tags).same
 
     # --- cache keep-alive ------------------------------------------------------------------
 

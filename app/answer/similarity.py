@@ -51,9 +51,32 @@ def words(text: str, fillers: frozenset[str] = frozenset()) -> list[str]:
     return [t for t in tokens if t and t not in fillers]
 
 
+Tags = tuple[tuple[str, ...], ...]
+"""Trailing tags ("right?", "you know", 对吧) as word sequences: they ask for agreement
+and change no question."""
+
+
+def tags_of(phrases: list[str]) -> Tags:
+    """The word sequences of tag phrases, longest first (so "is that right" wins over "right")."""
+    seqs = {tuple(words(p)) for p in phrases}
+    return tuple(sorted((s for s in seqs if s), key=len, reverse=True))
+
+
+def without_tags(ws: list[str], tags: Tags) -> list[str]:
+    """``ws`` without the tags it ends with (a question is never only a tag)."""
+    stripped = True
+    while stripped:
+        stripped = False
+        for tag in tags:
+            if len(ws) > len(tag) and tuple(ws[-len(tag):]) == tag:
+                ws, stripped = ws[: -len(tag)], True
+                break
+    return ws
+
+
 def compare(sent: str, final: str, rule: ReuseRule = "exact", *, threshold: float = 0.92,
-            fillers: frozenset[str] = frozenset()) -> Verdict:
-    a, b = words(sent, fillers), words(final, fillers)
+            fillers: frozenset[str] = frozenset(), tags: Tags = ()) -> Verdict:
+    a, b = without_tags(words(sent, fillers), tags), without_tags(words(final, fillers), tags)
     similarity = fuzz.ratio(" ".join(a), " ".join(b)) / 100.0
     if rule == "exact":
         return Verdict(a == b, similarity)

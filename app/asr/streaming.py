@@ -21,7 +21,7 @@ from app.asr.stabilizer import LocalAgreement
 from app.audio.frames import SAMPLE_RATE, AudioFrame, Samples
 from app.clock import SessionClock
 from app.config import AsrConfig
-from app.events import ErrorEvent, FinalEvent, PartialEvent
+from app.events import ErrorEvent, FinalEvent, PartialEvent, Speaker
 
 PartialHandler = Callable[[PartialEvent], None]
 FinalHandler = Callable[[FinalEvent], None]
@@ -61,7 +61,8 @@ class StreamingRecognizer:
 
     def __init__(self, decoder: WhisperDecoder, config: AsrConfig, clock: SessionClock, *,
                  on_partial: PartialHandler, on_final: FinalHandler, on_error: ErrorHandler,
-                 hangover_s: float = 0.09, reuse_final: bool = True) -> None:
+                 hangover_s: float = 0.09, reuse_final: bool = True,
+                 speaker: Speaker = "interviewer") -> None:
         self._decoder = decoder
         self._cfg = config
         self._clock = clock
@@ -70,10 +71,13 @@ class StreamingRecognizer:
         self._on_error = on_error
         self._hangover = hangover_s
         self._reuse_final = reuse_final
+        self._speaker: Speaker = speaker
         self._interval = config.partial_interval_ms / 1000
         self._stabilizer = LocalAgreement()
         self._cond = threading.Condition()
         self._current: _Utterance | None = None
+        self._last: _Utterance | None = None
+        """The utterance finalized last: a continuation reopens it."""
         self._pass_wanted = False
         self._last_pass_request_end = 0.0
         self._finals: list[_FinalJob] = []
@@ -130,23 +134,56 @@ class StreamingRecognizer:
             if self._current and self._current.last_voiced_end > self._current.decoded_end:
                 self._want_pass(self._current.end)
 
-    def finalize(self, utterance: int) -> None:
-        """The turn is over: emit its final, reusing the last partial when it heard it all."""
+    def finalize(self, utterance: int) -> FinalEvent | None:
+        """The turn is over: its final, at once when the last partial heard it all.
+
+        Returns that final for the caller to emit; otherwise a final pass is queued and its
+        result goes to ``on_final`` from the worker.
+        """
         with self._cond:
             utt = self._current
             if utt is None or utt.number != utterance:
-                return
+                return None
             self._current = None
+            self._last = utt
             self._pass_wanted = False
             utt.finalizing = True
             if self._reuse_final and utt.text and utt.decoded_end >= utt.last_voiced_end - 1e-6:
-                final = FinalEvent(t=self._clock.now(), turn=utt.number, text=utt.text,
-                                   audio_end=utt.decoded_end, reused=True)
+                return FinalEvent(t=self._clock.now(), turn=utt.number, text=utt.text,
+                                  audio_end=utt.decoded_end, reused=True, speaker=self._speaker)
+            self._finals.append(_FinalJob(utt, min(utt.end, utt.last_voiced_end + self._hangover)))
+            self._cond.notify_all()
+            return None
+
+    def resume(self, utterance: int, recent: list[AudioFrame]) -> bool:
+        """The speaker went on after the endpoint: reopen the utterance just finalized.
+
+        ``recent`` holds the latest frames (the pause and the new speech); those after the
+        utterance's end are appended, so the next passes decode the whole question.
+        Returns False (and begins a fresh utterance) when that utterance is gone.
+        """
+        with self._cond:
+            utt = self._last
+            if utt is None or utt.number != utterance:
+                self._current = None
             else:
-                self._finals.append(_FinalJob(utt, min(utt.end, utt.last_voiced_end + self._hangover)))
-                self._cond.notify_all()
-                return
-        self._on_final(final)
+                utt.finalizing = False  # a final pass of the first part, if any, is dropped
+                self._finals = [job for job in self._finals if job.utterance is not utt]
+                self._current = utt
+                for frame in recent:
+                    if frame.end > utt.end + 1e-6:
+                        self._append(frame)
+                utt.last_voiced_end = recent[-1].end
+                return True
+        self.begin(utterance, recent[-1:])
+        return False
+
+    def discard(self, utterance: int) -> None:
+        """Forget the current utterance without a final (it held no words)."""
+        with self._cond:
+            if self._current is not None and self._current.number == utterance:
+                self._current = None
+                self._pass_wanted = False
 
     def duration(self) -> float:
         with self._cond:
@@ -211,12 +248,15 @@ class StreamingRecognizer:
         # pass, reuses it) but shows no partial any more.
         if shown is not None and not utt.finalizing:
             self._on_partial(PartialEvent(t=self._clock.now(), turn=utt.number, text=shown.text,
-                                          stable=shown.stable, audio_end=until, hypothesis=text))
+                                          stable=shown.stable, audio_end=until, hypothesis=text,
+                                          speaker=self._speaker))
 
     def _run_final(self, job: _FinalJob) -> None:
         utt = job.utterance
         reused = bool(self._reuse_final and utt.text and utt.decoded_end >= job.until - 1e-6)
         text = utt.text if reused else (self._decode(utt.audio(job.until)) or utt.text)
-        if text:
+        with self._cond:
+            resumed = not utt.finalizing  # the speaker went on: this is no final any more
+        if text and not resumed:
             self._on_final(FinalEvent(t=self._clock.now(), turn=utt.number, text=text,
-                                      audio_end=job.until, reused=reused))
+                                      audio_end=job.until, reused=reused, speaker=self._speaker))

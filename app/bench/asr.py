@@ -20,8 +20,8 @@ from app.asr.decoder import WhisperDecoder
 from app.asr.model import load_model
 from app.bench.corpus import Clip, load_corpus, median, ms, p95, wer
 from app.config import Settings
-from app.copilot import Copilot
 from app.events import Event, EventBus, FinalEvent, PartialEvent, VadEvent
+from app.session import Session
 
 
 @dataclass
@@ -65,13 +65,13 @@ def _replay(settings: Settings, decoder: WhisperDecoder, clip: Clip) -> ClipResu
     events: list[Event] = []
     bus = EventBus()
     bus.subscribe(events.append)
-    copilot = Copilot(settings, audio_file=clip.path, bus=bus, answers=False, decoder=decoder)
+    session = Session(settings, audio_file=clip.path, bus=bus, answers=False, decoder=decoder)
     wall, cpu = time.monotonic(), time.process_time()
-    copilot.run_file()
-    transcriber = copilot.transcriber
-    decode = transcriber.decode_seconds if transcriber else 0.0
-    dropped = transcriber.overflows if transcriber else 0
-    copilot.shutdown()
+    session.run_file()
+    listener = session.listener
+    decode = listener.decode_seconds if listener else 0.0
+    dropped = listener.overflows if listener else 0
+    session.shutdown()
     result = ClipResult(file=clip.path.name, reference=clip.text, final="", offline="", final_latency=None,
                         decode_seconds=decode, wall_seconds=time.monotonic() - wall,
                         cpu_seconds=time.process_time() - cpu, dropped_frames=dropped)

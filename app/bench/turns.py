@@ -34,7 +34,6 @@ from app.asr.decoder import WhisperDecoder
 from app.asr.model import load_model
 from app.bench.corpus import Clip, load_corpus, median, ms, p95
 from app.config import Settings
-from app.copilot import Copilot, Endpoint
 from app.events import (
     AnswerDoneEvent,
     EndpointEvent,
@@ -47,14 +46,16 @@ from app.events import (
     TokenEvent,
     TurnStatsEvent,
 )
-from app.pipeline import TranscriberOptions
+from app.listener import ListenerOptions
+from app.llm.endpoint import LlmEndpoint
+from app.session import Session
 
-MODES: dict[str, tuple[Strategy, TranscriberOptions]] = {
+MODES: dict[str, tuple[Strategy, ListenerOptions]] = {
     "naive": (Strategy(speculation=False, warm_client=False),
-              TranscriberOptions(reuse_final=False, question_shortcut=False)),
+              ListenerOptions(reuse_final=False, question_shortcut=False)),
     "seed": (Strategy(speculation=True, reuse_rule="fuzzy_unguarded"),
-             TranscriberOptions(reuse_final=False, question_shortcut=False)),
-    "ours": (Strategy(), TranscriberOptions()),
+             ListenerOptions(reuse_final=False, question_shortcut=False)),
+    "ours": (Strategy(), ListenerOptions()),
 }
 
 
@@ -127,23 +128,23 @@ class _endpoint:
         self._process: subprocess.Popen[str] | None = None
         self._local: object | None = None
 
-    def __enter__(self) -> Endpoint:
+    def __enter__(self) -> LlmEndpoint:
         args = self._args
         if args.base_url:
-            return Endpoint(args.base_url, args.api_key or "not-needed", args.model or "gpt-4o-mini",
+            return LlmEndpoint(args.base_url, args.api_key or "not-needed", args.model or "gpt-4o-mini",
                             local=False)
         if args.local:
             from app.llm.local_server import LocalServer
 
             server = LocalServer()
             self._local = server
-            return Endpoint(server.start(), "local", "SmolLM2-135M-Instruct", local=True)
+            return LlmEndpoint(server.start(), "local", "SmolLM2-135M-Instruct", local=True)
         self._process = subprocess.Popen(
             [sys.executable, "-m", "app.llm.fake_server", "--profile", args.profile, "--api-key", ""],
             stdout=subprocess.PIPE, text=True)
         assert self._process.stdout is not None
         url = self._process.stdout.readline().strip()
-        return Endpoint(url, "bench", "gpt-4o-mini", local=False)
+        return LlmEndpoint(url, "bench", "gpt-4o-mini", local=False)
 
     def __exit__(self, *exc: object) -> None:
         if self._process is not None:
@@ -153,7 +154,7 @@ class _endpoint:
             self._local.stop()  # type: ignore[attr-defined]
 
 
-def _replay(settings: Settings, decoder: WhisperDecoder, endpoint: Endpoint, clip: Clip,
+def _replay(settings: Settings, decoder: WhisperDecoder, endpoint: LlmEndpoint, clip: Clip,
             mode: str) -> TurnResult:
     strategy, options = MODES[mode]
     events: list[Event] = []
@@ -161,12 +162,12 @@ def _replay(settings: Settings, decoder: WhisperDecoder, endpoint: Endpoint, cli
     bus.subscribe(events.append)
     mode_settings = settings.model_copy(deep=True)
     mode_settings.answer.low_latency = strategy.speculation
-    copilot = Copilot(mode_settings, audio_file=clip.path, endpoint=endpoint, strategy=strategy,
-                      transcriber_options=options, bus=bus, decoder=decoder)
+    session = Session(mode_settings, audio_file=clip.path, llm=endpoint, strategy=strategy,
+                      listener_options=options, bus=bus, decoder=decoder)
     try:
-        copilot.run_file()
+        session.run_file()
     finally:
-        copilot.shutdown()
+        session.shutdown()
     result = _score(events, clip, mode)
     print(f"{mode:<6} {clip.path.name:<10} {ms(result.response_latency):>8}  "
           f"req {result.requests}  {result.final}", flush=True)

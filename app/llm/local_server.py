@@ -90,6 +90,8 @@ class LocalServer:
         self.base_url = ""
         self._proc: subprocess.Popen[bytes] | None = None
         self._log: IO[bytes] | None = None
+        self._stopped = False
+        """Set by :meth:`stop` from any thread: a start still in progress gives up."""
 
     @property
     def pid(self) -> int | None:
@@ -107,6 +109,8 @@ class LocalServer:
         """
         if self.running():
             return self.base_url
+        if self._stopped:
+            raise LlmError("server", "The local LLM server was stopped.", retryable=False)
         model = self.model_path or find_bundled_model()
         if not llama_cpp_available() or model is None or not Path(model).is_file():
             missing = "llama-cpp-python" if not llama_cpp_available() else f"the model {GGUF_NAME}"
@@ -128,7 +132,7 @@ class LocalServer:
             "--interrupt_requests", "True",
             "--verbose", "False",
         ])  # fmt: skip
-        self._proc = subprocess.Popen(
+        proc = self._proc = subprocess.Popen(
             cmd,
             stdin=subprocess.DEVNULL,
             stdout=self._log,
@@ -140,8 +144,12 @@ class LocalServer:
         deadline = time.monotonic() + timeout
         with httpx2.Client(timeout=httpx2.Timeout(2.0), trust_env=False) as http:
             while True:
-                if self._proc.poll() is not None:
-                    code = self._proc.returncode
+                if self._stopped:  # stop() was called meanwhile (the app is quitting)
+                    self.stop()
+                    raise LlmError("server", "The local LLM server was stopped while starting.",
+                                   retryable=False)
+                if proc.poll() is not None:
+                    code = proc.returncode
                     self.stop()
                     raise LlmError(
                         "server",
@@ -179,7 +187,8 @@ class LocalServer:
             )
 
     def stop(self, timeout: float = 5.0) -> None:
-        """Terminate the server (SIGTERM, then SIGKILL after ``timeout``)."""
+        """Terminate the server (SIGTERM, then SIGKILL after ``timeout``); any thread."""
+        self._stopped = True
         proc, self._proc = self._proc, None
         if proc is not None and proc.poll() is None:
             proc.terminate()

@@ -41,6 +41,8 @@ DEFAULT_MAX_TURNS = 8
 class Turn:
     question: str
     answer: str
+    key: int | None = None
+    """The session's turn id: a continued or regenerated turn replaces its entry."""
 
 
 class PromptBuilder:
@@ -84,7 +86,7 @@ class PromptBuilder:
         """The earlier turns that are currently sent, oldest first."""
         return tuple(self._turns)
 
-    def record_turn(self, question: str, answer: str) -> None:
+    def record_turn(self, question: str, answer: str, *, key: int | None = None) -> None:
         """Remember a finished turn: the question as asked and the answer actually shown.
 
         Record what the user saw (including a truncated answer), not a later regeneration,
@@ -94,9 +96,15 @@ class PromptBuilder:
         question, answer = question.strip(), answer.strip()
         if not question or not answer:
             return
-        self._turns.append(Turn(question, answer))
+        if key is not None:
+            self.forget_turn(key)
+        self._turns.append(Turn(question, answer, key))
         if len(self._turns) > self.max_turns:
             del self._turns[: max(1, self.max_turns // 2)]
+
+    def forget_turn(self, key: int) -> None:
+        """Drop a turn whose answer was withdrawn (the question went on)."""
+        self._turns = [t for t in self._turns if t.key != key]
 
     def clear_history(self) -> None:
         self._turns.clear()

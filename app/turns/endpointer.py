@@ -37,7 +37,15 @@ class Endpoint:
     silence: float
 
 
-Decision = Speculate | Endpoint
+@dataclass(frozen=True, slots=True)
+class Discard:
+    """Speech that produced no words by the time a turn would end (a cough, a door, a
+    noise burst): drop it, so a real question after it starts a turn of its own."""
+
+    turn: int
+
+
+Decision = Speculate | Endpoint | Discard
 
 
 @dataclass(slots=True)
@@ -106,7 +114,10 @@ class Endpointer:
                 turn.speculated.add(key)
                 decisions.append(Speculate(turn.id, turn.text, reason))
         needed = self._endpoint_silence(turn) / 1000
-        if turn.text and silence >= needed:
+        if not turn.text and silence >= self._cfg.endpoint_silence_ms / 1000:
+            decisions.append(Discard(turn.id))
+            self._turn = None
+        elif turn.text and silence >= needed:
             reason_e: EndpointReason = "question" if turn.question_streak >= 2 else "silence"
             decisions.append(Endpoint(turn.id, reason_e, round(silence, 4)))
             self._turn = None

@@ -6,6 +6,10 @@ here a token is one ``insertText`` at the end, and only the line being written i
 re-rendered when it carries Markdown (a bullet marker, ``**bold**``, ```code```), which is
 O(line).  Blank lines do not create paragraphs; consecutive bullet lines share a list.
 
+Each request is a block of its own (one answer in front at a time: the engine cuts an
+older one before a newer one shows).  A block taken back (the question went on) collapses
+to one dimmed line; the rare re-layouts that needs rebuild the document from the blocks.
+
 Paint latency: after each paint that follows new tokens, one ``PaintedEvent`` is reported
 for the *oldest* token not yet painted (the worst case of that paint); tokens that arrive
 while the view is hidden or scrolled away from the bottom are not stamped, since they
@@ -47,10 +51,15 @@ _INLINE = re.compile(r"(\*\*|`)")
 @dataclass
 class AnswerBlock:
     turn: int
+    request: int
     regenerated: bool
     chunks: list[str] = field(default_factory=list)
     done: bool = False
     truncated: bool = False
+    cut: bool = False
+    """Ended because a newer answer took its place."""
+    retracted: str | None = None
+    """Why it was taken back ("continued", "user"); None while it stands."""
 
     @property
     def text(self) -> str:
@@ -78,8 +87,7 @@ class AnswerView(QTextEdit):
         self._clock = clock
         self._post = post
         self.blocks: list[AnswerBlock] = []
-        self._pending: list[tuple[int, float]] = []
-        self._new_block_for: set[int] = set()
+        self._pending: list[tuple[int, int, float]] = []
         self._muted = QColor("#667085")
         self._code_bg = QColor("#eef1f5")
         self._reset_line()
@@ -89,43 +97,55 @@ class AnswerView(QTextEdit):
     def set_colors(self, muted: str, code_bg: str) -> None:
         self._muted, self._code_bg = QColor(muted), QColor(code_bg)
 
-    def expect_new_block(self, turn: int) -> None:
-        """The next token of ``turn`` starts a new block (a regeneration of that turn)."""
-        self._new_block_for.add(turn)
-
-    def append_token(self, turn: int, text: str, t: float | None = None) -> None:
-        block = self.blocks[-1] if self.blocks else None
-        if block is None or block.turn != turn or turn in self._new_block_for:
-            regenerated = turn in self._new_block_for or any(b.turn == turn for b in self.blocks)
-            self._new_block_for.discard(turn)
-            block = self._start_block(turn, regenerated)
+    def append_token(self, turn: int, request: int, text: str, t: float | None = None) -> None:
+        block = self._block(request)
+        if block is None:
+            regenerated = any(b.turn == turn and b.retracted is None for b in self.blocks)
+            block = self._start_block(AnswerBlock(turn, request, regenerated))
         block.chunks.append(text)
+        if block is not self.blocks[-1] or block.retracted is not None:
+            self._rebuild()  # never happens in a live session: one answer is in front
+            return
         follow = self._follow.following
-        for i, part in enumerate(text.split("\n")):
-            if i:
-                self._newline()
-            if part:
-                self._extend(part)
+        self._write_text(text)
         if t is not None and self._clock is not None and follow and self.isVisible():
-            self._pending.append((turn, t))
+            self._pending.append((turn, request, t))
 
-    def mark_done(self, turn: int, truncated: bool) -> None:
-        for block in reversed(self.blocks):
-            if block.turn == turn:
-                block.done = True
-                if truncated and not block.truncated:
-                    block.truncated = True
-                    self._newline()
-                    cursor = self._end_cursor()
-                    fmt = QTextCharFormat()
-                    fmt.setForeground(self._muted)
-                    fmt.setFontItalic(True)
-                    cursor.insertText("(stream cut off — what arrived is kept)", fmt)
-                    self._newline()
-                return
+    def mark_cut(self, request: int) -> None:
+        """A newer answer took this one's place; its ``answer_done`` follows."""
+        block = self._block(request)
+        if block is not None:
+            block.cut = True
+
+    def mark_done(self, request: int, truncated: bool) -> None:
+        block = self._block(request)
+        if block is None:
+            return
+        block.done = True
+        if truncated and not block.truncated:
+            block.truncated = True
+            if block is self.blocks[-1] and block.retracted is None:
+                self._write_note(block)
+            else:
+                self._rebuild()
+
+    def retract(self, request: int, reason: str) -> None:
+        """The answer was taken back: one dimmed line remains (the session log keeps it)."""
+        block = self._block(request)
+        if block is not None and block.retracted is None:
+            block.retracted = reason
+            self._rebuild()
+
+    def restore(self, request: int) -> None:
+        """A retracted answer stands after all (only a tag such as "right?" followed)."""
+        block = self._block(request)
+        if block is not None and block.retracted is not None:
+            block.retracted = None
+            self._rebuild()
 
     def current_answer(self) -> str:
-        return self.blocks[-1].text.strip() if self.blocks else ""
+        standing = [b for b in self.blocks if b.retracted is None]
+        return standing[-1].text.strip() if standing else ""
 
     def clear_answers(self) -> None:
         self.clear()
@@ -140,13 +160,13 @@ class AnswerView(QTextEdit):
         if not self._pending or self._clock is None:
             return
         now = self._clock.now()
-        oldest: dict[int, float] = {}
-        for turn, t in self._pending:
-            oldest.setdefault(turn, t)
+        oldest: dict[tuple[int, int], float] = {}
+        for turn, request, t in self._pending:
+            oldest.setdefault((turn, request), t)
         self._pending.clear()
         if self._post is not None:
-            for turn, t in oldest.items():
-                self._post(PaintedEvent(t=now, turn=turn, latency=max(0.0, now - t)))
+            for (turn, request), t in oldest.items():
+                self._post(PaintedEvent(t=now, turn=turn, latency=max(0.0, now - t), request=request))
 
     # --- rendering --------------------------------------------------------------------
 
@@ -162,8 +182,42 @@ class AnswerView(QTextEdit):
         cursor.movePosition(QTextCursor.MoveOperation.End)
         return cursor
 
-    def _start_block(self, turn: int, regenerated: bool) -> AnswerBlock:
-        block = AnswerBlock(turn, regenerated)
+    def _block(self, request: int) -> AnswerBlock | None:
+        return next((b for b in reversed(self.blocks) if b.request == request), None)
+
+    def _write_text(self, text: str) -> None:
+        for i, part in enumerate(text.split("\n")):
+            if i:
+                self._newline()
+            if part:
+                self._extend(part)
+
+    def _write_note(self, block: AnswerBlock) -> None:
+        self._newline()
+        cursor = self._end_cursor()
+        fmt = QTextCharFormat()
+        fmt.setForeground(self._muted)
+        fmt.setFontItalic(True)
+        note = ("(cut short — a newer answer took its place)" if block.cut
+                else "(stream cut off — what arrived is kept)")
+        cursor.insertText(note, fmt)
+        self._newline()
+
+    def _rebuild(self) -> None:
+        """Lay the whole document out again from the blocks (retract, restore: rare)."""
+        blocks = list(self.blocks)
+        self.clear()
+        self.blocks.clear()
+        self._reset_line()
+        for block in blocks:
+            self._start_block(block)
+            if block.retracted is not None:
+                continue
+            self._write_text(block.text)
+            if block.truncated:
+                self._write_note(block)
+
+    def _start_block(self, block: AnswerBlock) -> AnswerBlock:
         self.blocks.append(block)
         cursor = self._end_cursor()
         fmt = QTextBlockFormat()
@@ -179,7 +233,12 @@ class AnswerView(QTextEdit):
             cursor.insertBlock(fmt, head)
         else:
             cursor.setBlockFormat(fmt)
-        title = f"ANSWER {len(self.blocks)}" + ("  ·  regenerated" if regenerated else "")
+        title = f"ANSWER {len(self.blocks)}" + ("  ·  regenerated" if block.regenerated else "")
+        if block.retracted is not None:
+            why = "the question went on" if block.retracted == "continued" else "withdrawn"
+            head.setFontItalic(True)
+            cursor.insertText(f"{title}  ·  taken back ({why}): {_first_words(block.text)}", head)
+            return block
         cursor.insertText(title, head)
         self._list = None
         self._list_style = None
@@ -267,6 +326,11 @@ class AnswerView(QTextEdit):
                 )
                 fmt.setBackground(self._code_bg)
             cursor.insertText(text, fmt)
+
+
+def _first_words(text: str, limit: int = 60) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…"
 
 
 def _spans(text: str) -> list[tuple[str, bool, bool]]:

@@ -6,16 +6,19 @@ import signal
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QCoreApplication, Qt, QTimer
 from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import QApplication
 
 from app.config import APP_NAME, ConfigProblem, Settings
-from app.controller import Controller
 from app.sessions import SessionLog
 from app.ui.qtcompat import protect_singletons
 from app.ui.window import MainWindow
+
+if TYPE_CHECKING:
+    from app.session import Controller
 
 
 def ensure_app() -> QApplication:

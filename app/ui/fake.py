@@ -33,7 +33,7 @@ Step = tuple[float, Callable[[float], Event]]
 
 
 class ScriptedController:
-    """Implements :class:`app.controller.Controller`; ``start`` plays ``script`` on a thread."""
+    """Implements :class:`app.session.Controller`; ``start`` plays ``script`` on a thread."""
 
     def __init__(self, script: Iterable[Step] = (), *, speed: float = 1.0) -> None:
         self.bus = EventBus()
@@ -81,6 +81,9 @@ class ScriptedController:
     def cancel_answer(self) -> None:
         self.calls.append("cancel_answer")
 
+    def retract_answer(self) -> None:
+        self.calls.append("retract_answer")
+
     def regenerate(self) -> None:
         self.calls.append("regenerate")
 
@@ -96,7 +99,7 @@ class ScriptedController:
         self.done.set()
 
 
-def interview_script(turn: int = 1, utterance: int = 0) -> list[Step]:
+def interview_script(turn: int = 1) -> list[Step]:
     """A realistic turn: speech with growing partials, a speculative request that hits,
     an endpoint, a bullet-point answer streamed token by token, then the interviewer's
     follow-up still being spoken (a live partial with its unstable tail)."""
@@ -106,20 +109,20 @@ def interview_script(turn: int = 1, utterance: int = 0) -> list[Step]:
     for i in range(3, len(words) + 1, 2):
         text = " ".join(words[:i])
         stable = " ".join(words[: max(0, i - 3)])
-        steps.append((0.12, _partial(utterance, text, stable)))
+        steps.append((0.12, _partial(turn, text, stable)))
         steps.append((0.0, lambda t: LevelEvent(t=t, dbfs=-18.0)))
     steps += [
-        (0.05, lambda t: PartialEvent(t=t, turn=utterance, text=question,
+        (0.05, lambda t: PartialEvent(t=t, turn=turn, text=question,
                                       stable=question, audio_end=t)),
         (0.02, lambda t: VadEvent(t=t, speech=False)),
         (0.0, lambda t: LevelEvent(t=t, dbfs=-55.0)),
-        (0.25, lambda t: SpeculateEvent(t=t, turn=utterance, text=question,
+        (0.25, lambda t: SpeculateEvent(t=t, turn=turn, text=question,
                                         reason="question")),
         (0.005, lambda t: RequestEvent(t=t, turn=turn, request=1, kind="speculative",
                                        text=question)),
-        (0.05, lambda t: EndpointEvent(t=t, turn=utterance, reason="question",
+        (0.05, lambda t: EndpointEvent(t=t, turn=turn, reason="question",
                                        silence=0.30)),
-        (0.01, lambda t: FinalEvent(t=t, turn=utterance, text=question, audio_end=t,
+        (0.01, lambda t: FinalEvent(t=t, turn=turn, text=question, audio_end=t,
                                     reused=True)),
         (0.01, lambda t: SpeculationEvent(t=t, turn=turn, request=1, outcome="hit",
                                           similarity=1.0)),
@@ -150,18 +153,18 @@ def interview_script(turn: int = 1, utterance: int = 0) -> list[Step]:
     words = follow_up.split()
     steps.append((0.6, lambda t: VadEvent(t=t, speech=True)))
     for i in range(2, len(words) + 1, 2):
-        steps.append((0.15, _partial(utterance + 1, " ".join(words[:i]),
+        steps.append((0.15, _partial(turn + 1, " ".join(words[:i]),
                                      " ".join(words[: max(0, i - 4)]))))
         steps.append((0.0, lambda t: LevelEvent(t=t, dbfs=-16.0)))
     return steps
 
 
-def _partial(utterance: int, text: str, stable: str) -> Callable[[float], Event]:
-    return lambda t: PartialEvent(t=t, turn=utterance, text=text, stable=stable, audio_end=t)
+def _partial(turn: int, text: str, stable: str) -> Callable[[float], Event]:
+    return lambda t: PartialEvent(t=t, turn=turn, text=text, stable=stable, audio_end=t)
 
 
 def _token(turn: int, text: str) -> Callable[[float], Event]:
-    return lambda t: TokenEvent(t=t, turn=turn, text=text)
+    return lambda t: TokenEvent(t=t, turn=turn, request=1, text=text)
 
 
 def _tokens(text: str) -> list[str]:

@@ -20,11 +20,14 @@ from PySide6.QtWidgets import (
 from app.clock import SessionClock
 from app.events import (
     AnswerDoneEvent,
+    CutEvent,
     EndpointEvent,
     Event,
     FinalEvent,
     PartialEvent,
-    RequestEvent,
+    RestoredEvent,
+    ResumedEvent,
+    RetractedEvent,
     TokenEvent,
 )
 from app.ui.answer_view import AnswerView
@@ -84,18 +87,23 @@ class Panes(QSplitter):
 
     def feed(self, event: Event) -> None:
         if isinstance(event, TokenEvent):
-            self.answer.append_token(event.turn, event.text, event.t)
+            self.answer.append_token(event.turn, event.request, event.text, event.t)
         elif isinstance(event, PartialEvent):
-            self.transcript.show_partial(event.turn, event.text, event.stable)
+            self.transcript.show_partial(event.turn, event.text, event.stable, event.speaker)
         elif isinstance(event, FinalEvent):
-            self.transcript.show_final(event.turn, event.text)
+            self.transcript.show_final(event.turn, event.text, event.speaker)
         elif isinstance(event, EndpointEvent):
             self.transcript.end_turn()
-        elif isinstance(event, RequestEvent):
-            if event.kind == "regenerate":
-                self.answer.expect_new_block(event.turn)
+        elif isinstance(event, ResumedEvent):
+            self.transcript.reopen(event.turn)
+        elif isinstance(event, CutEvent):
+            self.answer.mark_cut(event.request)
         elif isinstance(event, AnswerDoneEvent):
-            self.answer.mark_done(event.turn, event.truncated)
+            self.answer.mark_done(event.request, event.truncated)
+        elif isinstance(event, RetractedEvent):
+            self.answer.retract(event.request, event.reason)
+        elif isinstance(event, RestoredEvent):
+            self.answer.restore(event.request)
 
     def copy_answer(self) -> None:
         text = self.answer.current_answer()

@@ -225,6 +225,8 @@ class LatencyBar(QWidget):
 
 STATES: dict[str, tuple[str, str]] = {
     "stopped": ("Stopped", "faint"),
+    "starting": ("Starting…", "warn"),
+    "failed": ("Not listening", "warn"),
     "listening": ("Listening", "good"),
     "speaking": ("Interviewer speaking", "accent"),
     "thinking": ("Thinking", "warn"),

@@ -1,8 +1,9 @@
-"""What the interviewer said: finished utterances above, the live partial rewriting below.
+"""What was said: finished turns above, the live partial rewriting below.
 
-Each utterance owns one paragraph (blocks are only ever appended, so its block number is
-stable); a partial rewrites just that paragraph, with the stable prefix in the normal
-colour and the still-changing tail lighter, and its final replaces it in place.
+Each turn of each speaker owns one paragraph, the candidate's marked "You:" (blocks are
+only ever appended, so its block number is stable); a partial rewrites just that
+paragraph, with the stable prefix in the normal colour and the still-changing tail
+lighter, and its final replaces it in place.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QColor, QTextBlockFormat, QTextCharFormat, QTextCursor
 from PySide6.QtWidgets import QTextEdit, QWidget
 
+from app.events import Speaker
 from app.ui.autoscroll import FollowBottom
 
 
@@ -24,38 +26,44 @@ class TranscriptView(QTextEdit):
         self.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.document().setDocumentMargin(12)
         self._follow = FollowBottom(self.verticalScrollBar())
-        self._blocks: dict[int, int] = {}
-        self._finals: dict[int, str] = {}
+        self._blocks: dict[tuple[Speaker, int], int] = {}
+        self._finals: dict[tuple[Speaker, int], str] = {}
         self._new_group = False
         self._faint = QColor("#a0a7b4")
 
     def set_colors(self, faint: str) -> None:
         self._faint = QColor(faint)
 
-    def show_partial(self, utterance: int, text: str, stable: str) -> None:
-        if utterance in self._finals:
+    def show_partial(self, turn: int, text: str, stable: str, speaker: Speaker = "interviewer") -> None:
+        key = (speaker, turn)
+        if key in self._finals:
             return  # a late partial must not undo the final
         if not stable or not text.startswith(stable):
             stable = commonprefix([stable, text])  # noqa: RUF071 - characters
-        self._write(utterance, [(_clean(stable), False), (_clean(text[len(stable):]), True)])
+        self._write(key, [(_clean(stable), False), (_clean(text[len(stable):]), True)])
 
-    def show_final(self, utterance: int, text: str) -> None:
-        self._finals[utterance] = text
-        self._write(utterance, [(_clean(text), False)])
+    def show_final(self, turn: int, text: str, speaker: Speaker = "interviewer") -> None:
+        key = (speaker, turn)
+        self._finals[key] = text
+        self._write(key, [(_clean(text), False)])
+
+    def reopen(self, turn: int) -> None:
+        """The interviewer went on after the endpoint: the caption grows again."""
+        self._finals.pop(("interviewer", turn), None)
 
     def end_turn(self) -> None:
         """The next utterance opens a new question group (a little space above it)."""
         self._new_group = True
 
     def finals(self) -> list[str]:
-        return [self._finals[u] for u in sorted(self._finals)]
+        return [self._finals[key] for key in sorted(self._finals, key=lambda k: self._blocks[k])]
 
     def live_text(self) -> str:
         return self.toPlainText()
 
-    def _write(self, utterance: int, runs: list[tuple[str, bool]]) -> None:
+    def _write(self, key: tuple[Speaker, int], runs: list[tuple[str, bool]]) -> None:
         doc = self.document()
-        if utterance not in self._blocks:
+        if key not in self._blocks:
             cursor = QTextCursor(doc)
             cursor.movePosition(QTextCursor.MoveOperation.End)
             fmt = QTextBlockFormat()
@@ -66,8 +74,10 @@ class TranscriptView(QTextEdit):
             else:
                 cursor.setBlockFormat(fmt)
             self._new_group = False
-            self._blocks[utterance] = cursor.blockNumber()
-        block = doc.findBlockByNumber(self._blocks[utterance])
+            self._blocks[key] = cursor.blockNumber()
+        if key[0] == "candidate":
+            runs = [("You: ", False), *runs]
+        block = doc.findBlockByNumber(self._blocks[key])
         cursor = QTextCursor(block)
         cursor.movePosition(QTextCursor.MoveOperation.EndOfBlock, QTextCursor.MoveMode.KeepAnchor)
         cursor.beginEditBlock()

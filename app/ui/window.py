@@ -12,6 +12,7 @@ import threading
 from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QByteArray, QSettings, Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QActionGroup, QCloseEvent, QGuiApplication
@@ -27,7 +28,6 @@ from PySide6.QtWidgets import (
 )
 
 from app.config import ConfigProblem, Settings, config_dir, save_settings
-from app.controller import Controller
 from app.events import (
     AnswerDoneEvent,
     EndpointEvent,
@@ -36,6 +36,7 @@ from app.events import (
     LevelEvent,
     PartialEvent,
     RequestEvent,
+    SessionStateEvent,
     StatusEvent,
     TokenEvent,
     VadEvent,
@@ -51,6 +52,9 @@ from app.ui.panes import Panes
 from app.ui.qtcompat import protect_singletons
 from app.ui.settings_dialog import SettingsDialog
 from app.ui.status import StatusPanel
+
+if TYPE_CHECKING:
+    from app.session import Controller
 
 APP_TITLE = "Interview Copilot"
 DEFAULT_SIZE = (560, 680)
@@ -336,6 +340,12 @@ class MainWindow(QMainWindow):
                 self.status.set_state("answering")
         elif isinstance(event, AnswerDoneEvent):
             self.status.set_state(self._idle_state())
+        elif isinstance(event, SessionStateEvent):
+            self._sync_controls()
+            if event.state in ("starting", "failed"):
+                self.status.set_state(event.state)
+            elif event.state == "listening":
+                self.status.set_state(self._idle_state())
         elif isinstance(event, ErrorEvent):
             self.banners.show_message("error", event.stage.capitalize(), event.message)
         elif isinstance(event, StatusEvent):
@@ -366,7 +376,7 @@ class MainWindow(QMainWindow):
             self.start_button.setProperty("listening", listening)
             self.start_button.style().unpolish(self.start_button)
             self.start_button.style().polish(self.start_button)
-        if not listening and self.status.state in ("listening", "speaking"):
+        if not listening and self.status.state in ("listening", "speaking", "starting"):
             self.status.set_state("stopped")
         elif listening and self.status.state == "stopped":
             self.status.set_state("listening")
@@ -414,6 +424,7 @@ class MainWindow(QMainWindow):
     def write_export(self, target: Path) -> Path | None:
         assert self.session_log is not None
         try:
+            self.session_log.flush()
             target.write_text(export_markdown(self.session_log.path), encoding="utf-8")
         except OSError as exc:
             self.banners.show_message("error", "Export", f"Could not write {target}: {exc}")

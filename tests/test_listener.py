@@ -1,4 +1,5 @@
-"""Audio → VAD → streaming ASR → endpointer through FileSource, the microphone's path."""
+"""The listening half: audio → VAD → streaming ASR → end of turn through FileSource, the
+microphone's path."""
 
 from __future__ import annotations
 
@@ -15,21 +16,31 @@ from app.audio import FileSource
 from app.bench.corpus import wer, words
 from app.clock import SessionClock
 from app.config import Settings
-from app.events import EndpointEvent, Event, EventBus, FinalEvent, PartialEvent, SpeculateEvent, VadEvent
-from app.pipeline import Transcriber
+from app.events import (
+    EndpointEvent,
+    Event,
+    EventBus,
+    FinalEvent,
+    PartialEvent,
+    ResumedEvent,
+    SpeculateEvent,
+    VadEvent,
+)
+from app.listener import Listener
 from tests.speech import concat, speech_bounds, synth, trimmed, write_wav
 
 QUESTION = "What is the difference between a process and a thread, and when would you use each one?"
 
 
 def replay(decoder: WhisperDecoder, path: Path, speed: float = 4.0,
-           settings: Settings | None = None) -> tuple[list[Event], Transcriber]:
+           settings: Settings | None = None) -> tuple[list[Event], Listener]:
     events: list[Event] = []
     bus = EventBus()
     bus.subscribe(events.append)
     clock = SessionClock()
     source = FileSource(path, clock, speed=speed)
-    transcriber = Transcriber(source, decoder, settings or Settings(), bus, clock)
+    turns = itertools.count(1)
+    transcriber = Listener(source, decoder, settings or Settings(), bus, clock, lambda: next(turns))
     transcriber.start()
     assert transcriber.finish(timeout=60)
     transcriber.stop()
@@ -101,12 +112,42 @@ def test_a_thinking_pause_of_700_ms_does_not_split_the_question(decoder: Whisper
 
 
 def test_two_questions_are_two_utterances(decoder: WhisperDecoder) -> None:
-    clip = concat([synth("Why are you interested in this role?", tail_s=0.0), 2.0,
+    clip = concat([synth("Why are you interested in this role?", tail_s=0.0), 3.0,
                    synth("What is your biggest weakness?", lead_s=0.0)], "two-questions")
     events, _ = replay(decoder, clip)
     finals = of(events, FinalEvent)
-    assert [f.turn for f in finals] == [1, 2]
+    assert [f.turn for f in finals] == [1, 2]  # 3 s after the endpoint: a new question
     assert "weakness" in finals[1].text.lower()
+    assert of(events, ResumedEvent) == []
+
+
+def test_a_question_that_goes_on_after_the_endpoint_is_one_turn(decoder: WhisperDecoder) -> None:
+    first = trimmed(synth("Have you ever led a team?"))
+    second = trimmed(synth("I mean a team of more than ten people."))
+    clip = concat([0.5, first, 1.0, second, 1.5], "continued-question")
+    events, _ = replay(decoder, clip, speed=1.0)
+    endpoints = of(events, EndpointEvent)
+    resumed = of(events, ResumedEvent)
+    finals = of(events, FinalEvent)
+    assert len(endpoints) == 2 and [r.turn for r in resumed] == [1], [e.name for e in events]
+    assert endpoints[0].t < resumed[0].t and 0.5 < resumed[0].pause < 1.3
+    assert {f.turn for f in finals} == {1}
+    whole = finals[-1].text.lower()
+    assert "team" in whole and "people" in whole  # the whole question, decoded together
+
+
+def test_a_noise_burst_before_a_question_is_dropped(decoder: WhisperDecoder, tmp_path: Path) -> None:
+    burst = tmp_path / "burst.wav"
+    rng = np.random.default_rng(7)
+    write_wav(burst, (rng.standard_normal(int(16_000 * 0.3)) * 6000).astype(np.int16))
+    question = trimmed(synth("What is your biggest weakness?"))
+    clip = concat([0.5, burst, 3.0, question, 1.5], "burst-then-question")
+    events, _ = replay(decoder, clip, speed=2.0)
+    finals = of(events, FinalEvent)
+    assert len(finals) == 1 and "weakness" in finals[0].text.lower(), [f.text for f in finals]
+    assert finals[0].text.lower().startswith("what")  # not glued to the burst
+    endpoint = of(events, EndpointEvent)[0]
+    assert endpoint.reason != "forced" and endpoint.t < 6.5  # not held until max_utterance_s
 
 
 def test_cli_transcribe_writes_json_lines(tmp_path: Path) -> None:

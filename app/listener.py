@@ -1,0 +1,252 @@
+"""The listening half of a session: one audio source → VAD → streaming ASR → end of turn.
+
+The stages do not know each other: this module feeds each one what it needs and turns
+their results into events.  Threads:
+
+- the audio source's thread runs the VAD and the endpoint ticks (microseconds a frame),
+  and is the only thread that touches the VAD's state;
+- the ASR worker decodes and hands partials to the end-of-turn decision;
+- any thread may call :meth:`Listener.answer_now`.
+
+Decisions are made under one lock; the events they produce are emitted after it is
+released, so a slow consumer never holds up audio capture or decoding.
+
+Turn ids come from the session (``next_turn``), so they stay unique across Stop/Start.
+When the interviewer speaks again within the continuation window after an endpoint, the
+new speech reopens the same turn: its audio is decoded together with the first part, so
+every later partial and final carries the whole question.
+"""
+
+from __future__ import annotations
+
+import collections
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from app.asr.decoder import WhisperDecoder
+from app.asr.streaming import StreamingRecognizer
+from app.audio.frames import AudioFrame, AudioSource
+from app.audio.level import LevelMeter
+from app.clock import SessionClock
+from app.config import Settings
+from app.events import (
+    EndpointEvent,
+    ErrorEvent,
+    Event,
+    EventBus,
+    FinalEvent,
+    PartialEvent,
+    ResumedEvent,
+    Speaker,
+    SpeculateEvent,
+    VadEvent,
+)
+from app.turns.endpointer import Decision, Discard, Endpoint, Endpointer, Speculate
+from app.vad.detector import VoiceDetector
+
+AUDIO_ERROR = "audio"
+
+
+@dataclass(frozen=True, slots=True)
+class ListenerOptions:
+    """Switches the benchmark's baseline modes turn off; the defaults are the product."""
+
+    reuse_final: bool = True
+    question_shortcut: bool = True
+    """End the turn sooner when the partial ended in "?" twice in a row."""
+    continuations: bool = True
+    """Speech soon after an endpoint continues that turn's question."""
+    speaker: Speaker = "interviewer"
+
+
+@dataclass(slots=True)
+class _Closed:
+    """The turn most recently ended, while speech may still continue it."""
+
+    turn: int
+    voiced_end: float
+
+
+class Listener:
+    def __init__(self, source: AudioSource, decoder: WhisperDecoder, settings: Settings,
+                 bus: EventBus, clock: SessionClock, next_turn: Callable[[], int],
+                 options: ListenerOptions = ListenerOptions(),
+                 on_source_error: Callable[[str], None] | None = None) -> None:
+        self._source = source
+        self._bus = bus
+        self._clock = clock
+        self._settings = settings
+        self._next_turn = next_turn
+        self._options = options
+        self._on_source_error_cb = on_source_error
+        turns = settings.turns
+        if not options.question_shortcut:
+            turns = turns.model_copy(update={"endpoint_question_silence_ms": turns.endpoint_silence_ms})
+        self._continuation_s = turns.continuation_window_ms / 1000 if options.continuations else 0.0
+        self._vad = VoiceDetector(settings.vad)
+        self._endpointer = Endpointer(turns, settings.asr.language)
+        self._recognizer = StreamingRecognizer(
+            decoder, settings.asr, clock, on_partial=self._on_partial, on_final=self._on_final,
+            on_error=bus.emit, hangover_s=settings.vad.hangover_ms / 1000, reuse_final=options.reuse_final,
+            speaker=options.speaker)
+        self._meter = LevelMeter(clock)
+        self._lock = threading.Lock()
+        self._turn: int | None = None
+        self._closed: _Closed | None = None
+        self._recent: collections.deque[AudioFrame] = collections.deque(
+            maxlen=int((self._continuation_s + 1.0) * 1000 / 30) + 1)
+        self._end_speech = False
+        """Set under the lock by whoever ends a turn; applied to the VAD by the audio thread."""
+        self._audio_now = 0.0
+        self._running = False
+
+    # --- lifecycle -----------------------------------------------------------------
+
+    def start(self) -> None:
+        self._running = True
+        self._recognizer.start()
+        self._source.start(self._on_frame, self._on_source_error)
+
+    def stop(self) -> None:
+        self._running = False
+        self._source.stop()
+        self._recognizer.stop()
+
+    def finish(self, timeout: float = 60.0) -> bool:
+        """After a file has played: end the open turn and wait until its final is out."""
+        if not self._source.wait(timeout):
+            return False
+        self._decide(lambda: self._end_of_audio())
+        deadline = time.monotonic() + timeout
+        while not self._recognizer.idle() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        return True
+
+    def answer_now(self) -> None:
+        self._decide(lambda: self._endpointer.force(self._audio_now))
+
+    @property
+    def source_name(self) -> str:
+        return self._source.name
+
+    @property
+    def overflows(self) -> int:
+        """Audio blocks the source lost (a device that could not keep up)."""
+        return self._source.overflows
+
+    @property
+    def passes(self) -> int:
+        return self._recognizer.passes
+
+    @property
+    def decode_seconds(self) -> float:
+        return self._recognizer.decode_seconds
+
+    # --- audio thread ----------------------------------------------------------------
+
+    def _on_frame(self, frame: AudioFrame) -> None:
+        if not self._running:
+            return
+        level = self._meter.feed(frame)
+        if level is not None:
+            self._bus.emit(level)
+        with self._lock:
+            if self._end_speech:
+                self._vad.end_speech()
+                self._end_speech = False
+        step = self._vad.process(frame)  # the VAD is only ever touched here, on this thread
+        events: list[Event] = []
+        with self._lock:
+            self._audio_now = frame.end
+            self._recent.append(frame)
+            if step.onset:
+                events += self._speech_started(step.onset)
+            elif self._vad.in_speech and self._turn is not None:
+                self._recognizer.add(frame, step.voiced)
+                if step.voiced:
+                    self._endpointer.voiced(frame.end)
+                if step.paused:
+                    self._recognizer.pause()
+                    events.append(VadEvent(t=self._clock.now(), speech=False))
+                elif step.resumed:
+                    events.append(VadEvent(t=self._clock.now(), speech=True))
+                decisions = self._endpointer.tick(frame.end)
+                if not decisions and self._recognizer.duration() >= self._settings.asr.max_utterance_s:
+                    decisions = self._endpointer.force(frame.end)
+                events += self._apply(decisions)
+        self._emit(events)
+
+    def _speech_started(self, onset: list[AudioFrame]) -> list[Event]:
+        """A new voiced run: a new turn, or the continuation of the one just ended."""
+        now = self._clock.now()
+        speech_start = onset[-1].end
+        closed = self._closed
+        self._closed = None
+        events: list[Event] = [VadEvent(t=now, speech=True)]
+        # The onset is reported once min_speech of voiced frames were heard: speech began then.
+        began = speech_start - self._settings.vad.min_speech_ms / 1000
+        pause = max(0.0, began - closed.voiced_end) if closed else 0.0
+        if closed is not None and pause <= self._continuation_s:
+            self._turn = closed.turn
+            self._recognizer.resume(closed.turn, list(self._recent))
+            events.append(ResumedEvent(t=now, turn=closed.turn, pause=round(pause, 4)))
+        else:
+            self._turn = self._next_turn()
+            self._recognizer.begin(self._turn, onset)
+        self._endpointer.speech_started(self._turn, speech_start)
+        return events
+
+    def _on_source_error(self, message: str) -> None:
+        self._bus.emit(ErrorEvent(t=self._clock.now(), stage=AUDIO_ERROR, message=message))
+        if self._on_source_error_cb is not None:
+            self._on_source_error_cb(message)
+
+    # --- ASR worker thread -------------------------------------------------------------
+
+    def _on_partial(self, partial: PartialEvent) -> None:
+        self._bus.emit(partial)
+        self._decide(lambda: self._endpointer.partial(partial.turn, partial.hypothesis or partial.text,
+                                                      partial.stable, partial.audio_end, self._audio_now))
+
+    def _on_final(self, final: FinalEvent) -> None:
+        self._bus.emit(final)
+
+    # --- decisions ----------------------------------------------------------------------
+
+    def _decide(self, decide: Callable[[], list[Decision]]) -> None:
+        with self._lock:
+            events = self._apply(decide())
+        self._emit(events)
+
+    def _end_of_audio(self) -> list[Decision]:
+        return [Endpoint(d.turn, "end_of_audio", d.silence) if isinstance(d, Endpoint) else d
+                for d in self._endpointer.force(self._audio_now)]
+
+    def _apply(self, decisions: list[Decision]) -> list[Event]:
+        """Act on the endpointer's decisions (lock held); returns the events to emit."""
+        events: list[Event] = []
+        for decision in decisions:
+            now = self._clock.now()
+            if isinstance(decision, Speculate):
+                events.append(SpeculateEvent(t=now, turn=decision.turn, text=decision.text,
+                                             reason=decision.reason))
+            elif isinstance(decision, Discard):  # speech with no words (a noise burst): forget it
+                self._end_speech = True
+                self._turn = None
+                self._recognizer.discard(decision.turn)
+            else:
+                events.append(EndpointEvent(t=now, turn=decision.turn, reason=decision.reason,
+                                            silence=decision.silence))
+                self._end_speech = True
+                self._turn = None
+                self._closed = _Closed(decision.turn, self._audio_now - decision.silence)
+                final = self._recognizer.finalize(decision.turn)
+                if final is not None:
+                    events.append(final)
+        return events
+
+    def _emit(self, events: list[Event]) -> None:
+        for event in events:
+            self._bus.emit(event)

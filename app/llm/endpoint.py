@@ -1,0 +1,47 @@
+"""Where answers come from: an OpenAI-compatible endpoint, or the embedded local LLM.
+
+Named ``LlmEndpoint`` so that it is never confused with the end-of-turn decision in
+:mod:`app.turns.endpointer`.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from dataclasses import dataclass
+
+from app.config import Settings
+from app.secrets import SecretStoreError, get_api_key
+
+log = logging.getLogger(__name__)
+
+LOCAL_MODEL = "SmolLM2-135M-Instruct"
+
+
+@dataclass(frozen=True)
+class LlmEndpoint:
+    base_url: str
+    api_key: str
+    model: str
+    local: bool
+
+
+def resolve_llm_endpoint(settings: Settings, *, base_url: str | None = None, api_key: str | None = None,
+                         model: str | None = None) -> LlmEndpoint | None:
+    """Flags > environment > settings; None = the embedded local LLM.
+
+    With no base URL and no key anywhere, the embedded server is used (nothing to set
+    up).  A base URL without a key is fine for local servers (Ollama, LM Studio…), which
+    ignore it.
+    """
+    url = base_url or os.environ.get("OPENAI_BASE_URL") or settings.llm.base_url
+    try:
+        key = get_api_key(url, explicit=api_key)
+    except SecretStoreError as exc:  # no keychain on this machine: the environment still works
+        log.info("%s", exc)
+        key = None
+    chosen_model = model or os.environ.get("COPILOT_MODEL") or settings.llm.model
+    if url is None and key is None:
+        return None
+    url = url or "https://api.openai.com/v1"
+    return LlmEndpoint(url, key or "not-needed", chosen_model or "gpt-4o-mini", local=False)

@@ -1,0 +1,361 @@
+"""One owner of a running session: its lifecycle, its turn ids, its listening half and
+its answer engine.  The window and the command line both drive a :class:`Session`.
+
+States: ``idle → starting → listening → stopping → idle``; ``failed`` when the audio
+cannot be opened or dies in a session that must not go on without it.  Every change is
+a ``session`` event.  Start-up runs on its own thread and checks a cancel flag between
+its steps, so Stop works while starting and quitting never waits for it.  Listening
+begins as soon as the audio is open; the answer engine (which may start the embedded
+LLM server, seconds) comes up beside it, and a question asked meanwhile waits for it.
+
+Turn ids are handed out here, so they stay unique across Stop/Start and a regenerated
+answer is a new request of the same turn.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+import uuid
+from pathlib import Path
+from typing import Literal, Protocol
+
+from app.answer.engine import AnswerEngine, Strategy
+from app.asr.decoder import WhisperDecoder
+from app.asr.model import load_model
+from app.audio import AudioError, AudioSource, source_from_config
+from app.clock import SessionClock
+from app.config import Settings
+from app.events import ErrorEvent, EventBus, SessionState, SessionStateEvent, StatusEvent
+from app.listener import Listener, ListenerOptions
+from app.llm.client import LlmClient
+from app.llm.endpoint import LOCAL_MODEL, LlmEndpoint
+from app.llm.errors import LlmError
+from app.llm.local_server import LocalServer
+from app.prompt.builder import PromptBuilder
+from app.prompt.documents import DocumentError, load_job_description, load_resume
+
+FailureKind = Literal["config", "runtime"]
+
+
+class Controller(Protocol):
+    """What a front end (the window, a scripted demo) may ask of a running session.
+
+    It never reaches into stages: it subscribes to ``bus`` for events and calls these
+    methods, which are safe from any thread and return at once.
+    """
+
+    bus: EventBus
+    clock: SessionClock
+    """Stamp events you emit (e.g. ``painted``) with ``clock.now()``."""
+
+    def start(self) -> None:
+        """Start listening (opens the audio source; starts the answer engine if needed)."""
+
+    def stop(self) -> None:
+        """Stop listening, also while starting; answers in flight finish."""
+
+    def shutdown(self) -> None:
+        """Stop everything (audio, ASR, answer engine, local LLM server) before exit."""
+
+    def answer_now(self) -> None:
+        """Force the endpoint: treat what was heard so far as the whole question."""
+
+    def cancel_answer(self) -> None:
+        """Stop the answer being streamed; its text stays."""
+
+    def retract_answer(self) -> None:
+        """Take the answer on screen back (it answered the wrong question)."""
+
+    def regenerate(self) -> None:
+        """Ask the last question again: a new answer block of the same turn."""
+
+    def set_low_latency(self, on: bool) -> None:
+        """Speculation on/off; takes effect from the next speculation opportunity."""
+
+    @property
+    def low_latency(self) -> bool: ...
+
+    @property
+    def listening(self) -> bool:
+        """Starting or listening: what Stop would end."""
+        ...
+
+
+class Session:
+    """The one owner of a running session (implements :class:`Controller`)."""
+
+    def __init__(self, settings: Settings, *, audio_file: str | Path | None = None, speed: float = 1.0,
+                 llm: LlmEndpoint | None = None, answers: bool = True, strategy: Strategy = Strategy(),
+                 listener_options: ListenerOptions = ListenerOptions(), bus: EventBus | None = None,
+                 decoder: WhisperDecoder | None = None, stop_on_audio_error: bool = False) -> None:
+        self.settings = settings
+        self.bus = bus or EventBus()
+        self.clock = SessionClock()
+        self.session_id = uuid.uuid4().hex[:12]
+        self._audio_file = audio_file
+        self._speed = speed
+        self._llm = llm
+        self._answers = answers
+        self._strategy = strategy
+        self._listener_options = listener_options
+        self._stop_on_audio_error = stop_on_audio_error
+        self._decoder = decoder or WhisperDecoder(
+            load_model(settings.asr.model, compute_type=settings.asr.compute_type,
+                       cpu_threads=settings.asr.cpu_threads), settings.asr.language)
+        self._turn_ids = itertools.count(1)
+        self._lock = threading.Lock()
+        self._changed = threading.Condition(self._lock)
+        self._state: SessionState = "idle"
+        self._cancel = threading.Event()
+        self._shut = False
+        self._starter: threading.Thread | None = None
+        self._listener: Listener | None = None
+        self._engine: AnswerEngine | None = None
+        self._local_server: LocalServer | None = None
+        self.failure: tuple[FailureKind, str] | None = None
+        """Why the session failed: ``config`` (fix the settings) or ``runtime``."""
+
+    # --- Controller ------------------------------------------------------------------
+
+    @property
+    def state(self) -> SessionState:
+        return self._state
+
+    @property
+    def listening(self) -> bool:
+        """Starting or listening: what Stop would end."""
+        return self._state in ("starting", "listening")
+
+    def start(self) -> None:
+        """Start listening on a thread of its own; problems arrive as events."""
+        with self._lock:
+            if self._shut or self._state not in ("idle", "failed"):
+                return
+            self._cancel.clear()
+            self.failure = None
+            starter = threading.Thread(target=self._start_steps, name="session-start", daemon=True)
+            self._starter = starter
+        self._set_state("starting")
+        starter.start()
+
+    def stop(self) -> None:
+        """Stop listening (also while starting); answers in flight finish."""
+        with self._lock:
+            if self._state not in ("starting", "listening"):
+                return
+        self._set_state("stopping")
+        self._stop_listening()
+        self._set_state("idle")
+
+    def _stop_listening(self) -> None:
+        with self._lock:
+            self._cancel.set()
+            listener, self._listener = self._listener, None
+        if listener is not None:
+            listener.stop()
+
+    def shutdown(self, timeout: float = 5.0) -> None:
+        """Stop everything before exit; idempotent, bounded, leaves no child process."""
+        with self._lock:
+            if self._shut:
+                return
+            self._shut = True
+        self.stop()
+        self._stop_listening()  # also after a failure
+        self._stop_local_server()  # unblocks a start-up still waiting for it
+        if self._engine is not None:
+            self._engine.stop(timeout)
+        if self._starter is not None and self._starter is not threading.current_thread():
+            self._starter.join(timeout)
+        self._stop_local_server()
+
+    def wait(self, timeout: float | None = None) -> SessionState:
+        """Block until the session is no longer starting or listening (headless runs)."""
+        with self._changed:
+            self._changed.wait_for(lambda: self._state not in ("starting", "listening", "stopping"), timeout)
+            return self._state
+
+    def answer_now(self) -> None:
+        if self._listener is not None:
+            self._listener.answer_now()
+
+    def cancel_answer(self) -> None:
+        if self._engine is not None:
+            self._engine.cancel_answer()
+
+    def retract_answer(self) -> None:
+        if self._engine is not None:
+            self._engine.retract_answer()
+
+    def regenerate(self) -> None:
+        if self._engine is not None:
+            self._engine.regenerate()
+
+    def set_low_latency(self, on: bool) -> None:
+        if self._engine is not None:
+            self._engine.set_low_latency(on)
+        self.settings.answer.low_latency = on
+
+    @property
+    def low_latency(self) -> bool:
+        return self._engine.low_latency if self._engine is not None else self.settings.answer.low_latency
+
+    # --- replays -----------------------------------------------------------------------
+
+    def run_file(self, timeout: float = 600.0) -> None:
+        """Play the whole file, then wait for the last final and the last answer.
+
+        Raises AudioError when the file cannot be played: a replay has nothing else to do.
+        """
+        self._set_state("starting")
+        self._start_steps(strict=True)
+        listener = self._listener
+        if listener is not None:
+            listener.finish(timeout)
+        if self._engine is not None:
+            self._engine.wait_idle(timeout)
+
+    @property
+    def llm(self) -> LlmEndpoint | None:
+        """The configured endpoint (None for the embedded LLM until its server is up)."""
+        return self._llm
+
+    @property
+    def engine(self) -> AnswerEngine | None:
+        return self._engine
+
+    @property
+    def listener(self) -> Listener | None:
+        return self._listener
+
+    # --- start-up ------------------------------------------------------------------------
+
+    def _start_steps(self, *, strict: bool = False) -> None:
+        """Open the audio, listen, then bring the answer engine up beside it."""
+        try:
+            source = source_from_config(self.settings.audio, self.clock, file=self._audio_file,
+                                        speed=self._speed)
+        except AudioError as exc:
+            self._fail("config", str(exc))
+            if strict:
+                raise
+            return
+        try:
+            self._listen(source)
+            if self._answers and self._engine is None and not self._cancel.is_set():
+                self._engine = self._start_engine()
+        except Exception as exc:  # the caller has returned: say it rather than lose it
+            self._fail("runtime", f"could not start: {exc}")
+            if strict:
+                raise
+
+    def _listen(self, source: AudioSource) -> None:
+        listener = Listener(source, self._decoder, self._turn_settings(), self.bus, self.clock,
+                            lambda: next(self._turn_ids), self._listener_options,
+                            on_source_error=self._on_source_error)
+        with self._changed:
+            if self._cancel.is_set():
+                return
+            self._listener = listener
+            listener.start()
+            listening = self._transition("listening")
+        self._announce(listening)
+        self._status("audio", f"listening to {source.name}")
+
+    def _on_source_error(self, message: str) -> None:
+        """The device is gone: the window waits for it to come back, a headless run ends."""
+        if self._stop_on_audio_error:
+            self._fail("runtime", message, report=False)
+
+    def _turn_settings(self) -> Settings:
+        """The settings the listener runs with: the embedded server's own endpoint wait."""
+        if not (self._answers and (self._llm is None or self._llm.local)):
+            return self.settings
+        turns = self.settings.turns
+        wait = {"endpoint_question_silence_ms": turns.endpoint_question_silence_local_ms}
+        return self.settings.model_copy(update={"turns": turns.model_copy(update=wait)})
+
+    def _start_engine(self) -> AnswerEngine:
+        llm = self._llm
+        engine = AnswerEngine(
+            self.settings, self.bus, self.clock, self._prompt(), self._make_client,
+            model=llm.model if llm else LOCAL_MODEL, session_id=self.session_id,
+            base_url=llm.base_url if llm else "", strategy=self._strategy,
+            prime_cache=llm is None or llm.local)
+        self.bus.subscribe(engine.on_event)
+        engine.start()
+        return engine
+
+    def _make_client(self) -> LlmClient:
+        """The one LLM client (runs on the engine's executor: may start the local server)."""
+        endpoint = self._llm or self._start_local_server()
+        if self._llm is None:
+            self._llm = endpoint
+        llm = self.settings.llm
+        self._status("llm", f"answers from {endpoint.model} at {endpoint.base_url}")
+        return LlmClient(endpoint.base_url, endpoint.api_key, endpoint.model, http2=llm.http2,
+                         connect_timeout=llm.connect_timeout_s, timeout=llm.timeout_s,
+                         keepalive_expiry=llm.keepalive_expiry_s)
+
+    def _start_local_server(self) -> LlmEndpoint:
+        with self._lock:
+            if self._shut:
+                raise LlmError("server", "the session is shutting down", retryable=False)
+            server = self._local_server = LocalServer()
+        self._status("llm", "starting the embedded local LLM (no API key configured)")
+        try:
+            url = server.start()
+        except LlmError as exc:
+            raise LlmError(exc.kind, f"{exc} Captions keep working; answers need an endpoint.",
+                           retryable=False) from exc
+        return LlmEndpoint(url, "local", LOCAL_MODEL, local=True)
+
+    def _stop_local_server(self) -> None:
+        with self._lock:
+            server = self._local_server
+        if server is not None:
+            server.stop()
+
+    def _prompt(self) -> PromptBuilder:
+        """The prompt for this session; a bad résumé or job file is reported and skipped."""
+        texts: list[str | None] = []
+        for path, loader in ((self.settings.prompt.resume_file, load_resume),
+                             (self.settings.prompt.job_description_file, load_job_description)):
+            try:
+                texts.append(loader(path) if path else None)
+            except DocumentError as exc:
+                self.bus.emit(ErrorEvent(t=self.clock.now(), stage="prompt", message=str(exc)))
+                texts.append(None)
+        resume, job = texts
+        return PromptBuilder(self.settings.prompt.system_prompt, resume, job, self.settings.asr.language)
+
+    # --- state ---------------------------------------------------------------------------
+
+    def _fail(self, kind: FailureKind, message: str, *, report: bool = True) -> None:
+        with self._lock:
+            self.failure = (kind, message)
+        if report:
+            stage = "audio" if kind == "config" else "app"
+            self.bus.emit(ErrorEvent(t=self.clock.now(), stage=stage, message=message))
+        self._set_state("failed", message)
+
+    def _set_state(self, state: SessionState, message: str = "") -> None:
+        with self._changed:
+            event = self._transition(state, message)
+        self._announce(event)
+
+    def _transition(self, state: SessionState, message: str = "") -> SessionStateEvent | None:
+        """Change the state (lock held); the event to emit once the lock is released."""
+        if self._state == state:
+            return None
+        self._state = state
+        self._changed.notify_all()
+        return SessionStateEvent(t=self.clock.now(), state=state, message=message)
+
+    def _announce(self, event: SessionStateEvent | None) -> None:
+        if event is not None:
+            self.bus.emit(event)
+
+    def _status(self, stage: str, message: str) -> None:
+        self.bus.emit(StatusEvent(t=self.clock.now(), stage=stage, message=message))

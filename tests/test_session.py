@@ -1,0 +1,146 @@
+"""The session as its owner runs it: lifecycle, turn ids, start-up that can be cancelled,
+headless failures that end, and a log that survives ``kill -9``."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from app.asr.decoder import WhisperDecoder
+from app.config import Settings
+from app.events import Event, FinalEvent, PartialEvent, SessionStateEvent
+from app.llm.local_server import llama_cpp_available
+from app.session import Session
+from tests.speech import synth
+
+QUESTION = "Why are you interested in this role?"
+
+
+class Seen:
+    def __init__(self) -> None:
+        self.events: list[Event] = []
+        self._cond = threading.Condition()
+
+    def __call__(self, event: Event) -> None:
+        with self._cond:
+            self.events.append(event)
+            self._cond.notify_all()
+
+    def of(self, kind: type) -> list:  # type: ignore[type-arg]
+        with self._cond:
+            return [e for e in self.events if isinstance(e, kind)]
+
+    def wait(self, kind: type, count: int, timeout: float = 30.0) -> None:
+        with self._cond:
+            assert self._cond.wait_for(lambda: len([e for e in self.events if isinstance(e, kind)]) >= count,
+                                       timeout), [e.name for e in self.events]
+
+
+def test_stop_then_start_keeps_turn_ids_unique(decoder: WhisperDecoder) -> None:
+    session = Session(Settings(), audio_file=synth(QUESTION), speed=2.0, decoder=decoder, answers=False)
+    seen = Seen()
+    session.bus.subscribe(seen)
+    try:
+        session.start()
+        seen.wait(FinalEvent, 1)
+        session.stop()
+        assert session.state == "idle" and not session.listening
+        session.start()  # the same file again: a new question for the session
+        seen.wait(FinalEvent, 2)
+    finally:
+        session.shutdown()
+    finals = seen.of(FinalEvent)
+    assert [f.turn for f in finals] == [1, 2]
+    first_final_at = seen.events.index(finals[0])
+    later_partials = [p for p in seen.of(PartialEvent) if seen.events.index(p) > first_final_at]
+    assert later_partials and all(p.turn == 2 for p in later_partials)  # turn 1's caption untouched
+    states = [e.state for e in seen.of(SessionStateEvent)]
+    assert states[:4] == ["starting", "listening", "stopping", "idle"]
+    assert states[4:6] == ["starting", "listening"]
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    with open(f"/proc/{pid}/stat", encoding="ascii") as stat:  # a zombie is gone too
+        return stat.read().split()[2] != "Z"
+
+
+@pytest.mark.local_llm
+@pytest.mark.skipif(not llama_cpp_available(), reason="the embedded LLM (llama-cpp-python) is not installed")
+@pytest.mark.skipif(not Path("/proc").is_dir(), reason="reads /proc")
+def test_quitting_during_start_up_is_quick_and_leaves_no_server(decoder: WhisperDecoder) -> None:
+    session = Session(Settings(), audio_file=synth(QUESTION), decoder=decoder)  # no key: embedded LLM
+    session.start()
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        server = session._local_server
+        if server is not None and server.pid is not None:
+            break
+        time.sleep(0.01)
+    assert server is not None and server.pid is not None, "the local server never started"
+    pid = server.pid
+    started = time.monotonic()
+    session.shutdown()
+    assert time.monotonic() - started < 2.0
+    assert not _pid_alive(pid)
+    session.shutdown()  # idempotent
+
+
+def _cli(args: list[str]) -> list[str]:
+    return [sys.executable, "-m", "app", *args]
+
+
+def _env(home: Path) -> dict[str, str]:
+    ours = ("OPENAI_", "COPILOT_", "INTERVIEW_COPILOT_")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(ours)}
+    env.update(HOME=str(home), XDG_CONFIG_HOME=str(home / "config"), XDG_DATA_HOME=str(home / "data"),
+               PYTHON_KEYRING_BACKEND="keyring.backends.null.Keyring")
+    return env
+
+
+def test_headless_with_a_missing_device_says_so_and_exits_2(tmp_path: Path) -> None:
+    started = time.monotonic()
+    out = subprocess.run(_cli(["listen", "--headless", "--device", "no-such-device-xyz",
+                               "--base-url", "http://127.0.0.1:9/v1"]),
+                         capture_output=True, text=True, timeout=60, env=_env(tmp_path))
+    elapsed = time.monotonic() - started
+    assert out.returncode == 2, out.stderr
+    assert "no-such-device-xyz" in out.stderr and "Traceback" not in out.stderr
+    assert elapsed < 10  # start-up (Python, Whisper) included; the failure itself is immediate
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="SIGKILL")
+def test_kill_9_during_a_replay_keeps_every_final_already_shown(tmp_path: Path) -> None:
+    clip = synth(QUESTION, tail_s=30.0)  # the replay is still running when it is killed
+    child = subprocess.Popen(_cli(["listen", "--headless", "--audio", str(clip), "--events", "-",
+                                   "--base-url", "http://127.0.0.1:9/v1", "--api-key", "x"]),
+                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=_env(tmp_path))
+    try:
+        assert child.stdout is not None
+        shown = None
+        for line in child.stdout:
+            if line.startswith("{") and json.loads(line)["event"] == "final":
+                shown = json.loads(line)
+                break
+        assert shown is not None
+        time.sleep(0.5)
+        os.kill(child.pid, signal.SIGKILL)
+    finally:
+        child.wait(10)
+    saved = list((tmp_path / "data").rglob("session-*.jsonl"))
+    assert len(saved) == 1
+    lines = saved[0].read_text(encoding="utf-8").splitlines()
+    parsed = [json.loads(line) for line in lines[:-1]]  # every line but a torn last one parses
+    assert lines[-1] == "" or json.loads(lines[-1])
+    assert [e["text"] for e in parsed if e["event"] == "final"] == [shown["text"]]
