@@ -43,6 +43,9 @@ from app.events import (
 )
 from app.sessions import SessionLog
 from app.ui.hotkeys import HotkeyError, NullBackend, parse_hotkey
+from app.ui.hotkeys.macos import to_carbon
+from app.ui.hotkeys.windows import to_windows
+from app.ui.hotkeys.x11 import to_pynput
 from app.ui.settings_dialog import SettingsDialog
 from app.ui.window import MainWindow
 from tests.ui_fakes import AcceptingBackend, FakeController, MemoryKeyring, RefusingBackend
@@ -422,10 +425,10 @@ def test_invalid_hotkeys_are_rejected(text: str, why: str) -> None:
 
 def test_pynput_and_windows_forms() -> None:
     hotkey = parse_hotkey("ctrl+alt+l")
-    assert hotkey.to_pynput() == "<ctrl>+<alt>+l"
-    assert hotkey.to_windows() == (0x4000 | 2 | 1, ord("L"))
-    assert hotkey.to_carbon() == (37, 0x1000 | 0x800)
-    assert parse_hotkey("cmd+pageup").to_pynput() == "<cmd>+<page_up>"
+    assert to_pynput(hotkey) == "<ctrl>+<alt>+l"
+    assert to_windows(hotkey) == (0x4000 | 2 | 1, ord("L"))
+    assert to_carbon(hotkey) == (37, 0x1000 | 0x800)
+    assert to_pynput(parse_hotkey("cmd+pageup")) == "<cmd>+<page_up>"
 
 
 def test_refused_global_hotkeys_fall_back_to_in_window_shortcuts(

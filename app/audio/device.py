@@ -6,6 +6,15 @@ also watches the stream: when it dies (device unplugged, sound server restarted)
 reports once through ``on_error`` and reopens the device by name every second until it
 is back or :meth:`DeviceSource.stop` is called.
 
+Replugged devices: PortAudio reads the list of devices once, when it starts, and
+sounddevice has no public call to read it again (its private ``_terminate`` /
+``_initialize`` would also kill every stream open in the process, e.g. the microphone
+while the loopback reconnects).  So the source reopens the device by name from that
+list: a device that comes back under the same entry (PulseAudio/PipeWire's ``pulse`` and
+``default``, a monitor, an ALSA card) resumes by itself; one the OS enumerates afresh (a
+USB microphone on Windows or macOS, typically) is seen only after the app restarts, and
+the outage message says so.
+
 Time after a reconnection: frames resume at the wall-clock position of their first
 sample (rounded up to the 30 ms grid), so session time jumps forward by the outage.  We
 do not pretend the audio was continuous; consumers see a gap in ``t`` instead.
@@ -54,8 +63,6 @@ _LOOPBACK_HINTS = ("monitor", "loopback", "blackhole", "stereo mix", "what u hea
 _FIX = "run with --list-devices to see the inputs, then pick one with --device NAME or INDEX"
 
 _env_lock = threading.Lock()
-_streams_lock = threading.Lock()
-_open_streams = 0  # streams open in this process: re-enumerating PortAudio would kill them
 
 
 @dataclass(frozen=True, slots=True)
@@ -225,19 +232,6 @@ def _default_input() -> DeviceInfo:
     raise AudioError(f"No audio input device found (no microphone?): connect one, or {_FIX}.")
 
 
-def _reinitialize_portaudio() -> None:
-    """Re-enumerate devices so a replugged USB device is seen again.
-
-    Only safe with no stream open in this process (it would kill them); sounddevice has
-    no public API for it, hence the private calls.
-    """
-    with _streams_lock:
-        if _open_streams == 0:
-            with contextlib.suppress(Exception):
-                sd._terminate()
-                sd._initialize()
-
-
 BlockCallback = Callable[[npt.NDArray[np.float32], int, Any, Any], None]
 _Item = tuple[int, float, npt.NDArray[np.float32] | None]
 """(stream generation, arrival time, block); block None = PortAudio finished the stream."""
@@ -294,7 +288,6 @@ class DeviceSource(ThreadedSource):
 
     def _open(self) -> None:
         """Open and start the stream at the device's own rate, mono if it allows."""
-        global _open_streams
         info = self._find()
         rate = int(info.default_samplerate)
         self._generation += 1
@@ -307,8 +300,6 @@ class DeviceSource(ThreadedSource):
                 last_error = exc
                 continue
             self._stream, self.rate, self.channels = stream, rate, channels
-            with _streams_lock:
-                _open_streams += 1
             return
         raise AudioError(f"Cannot open audio device '{self.name}': {last_error}")
 
@@ -328,25 +319,15 @@ class DeviceSource(ThreadedSource):
         return stream
 
     def _find(self) -> DeviceInfo:
-        name = self._target.name
-        for attempt in range(2):
-            try:
-                if name is None:
-                    return _default_input()
-                return _find_by_name(name, label=self.name)
-            except AudioError:
-                if attempt == 1:
-                    raise
-                _reinitialize_portaudio()
-        raise AssertionError("unreachable")
+        """The device in PortAudio's list (read at start-up: see the module docstring)."""
+        if self._target.name is None:
+            return _default_input()
+        return _find_by_name(self._target.name, label=self.name)
 
     def _close(self) -> None:
-        global _open_streams
         stream, self._stream = self._stream, None
         if stream is None:
             return
-        with _streams_lock:
-            _open_streams -= 1
         with contextlib.suppress(sd.PortAudioError):
             stream.abort()
         with contextlib.suppress(sd.PortAudioError):
@@ -444,7 +425,9 @@ class _Worker:
         if not self.outage_reported:
             self.outage_reported = True
             self.on_error(f"Audio device '{self.src.name}' was lost ({reason}). Check that it "
-                          f"is plugged in; retrying every {RETRY_INTERVAL:g} s, or {_FIX}.")
+                          f"is plugged in; retrying every {RETRY_INTERVAL:g} s (a device "
+                          f"plugged back in that does not return needs an app restart), "
+                          f"or {_FIX}.")
 
     def _drain(self) -> None:
         if self.converter is not None:

@@ -1,0 +1,108 @@
+"""macOS: Carbon ``RegisterEventHotKey`` via ctypes.
+
+Chosen because it needs no Accessibility permission.  Never pynput here: it crashes
+alongside PySide6.  Carbon calls the handler on the main (GUI) thread.  Importable on
+every OS (the framework is loaded only when the back-end is built).
+"""
+
+from __future__ import annotations
+
+import ctypes
+from collections.abc import Callable
+from typing import Any
+
+from app.ui.hotkeys.keys import Hotkey
+
+_MAC_KEYCODE: dict[str, int] = {
+    "a": 0, "s": 1, "d": 2, "f": 3, "h": 4, "g": 5, "z": 6, "x": 7, "c": 8, "v": 9, "b": 11,
+    "q": 12, "w": 13, "e": 14, "r": 15, "y": 16, "t": 17, "1": 18, "2": 19, "3": 20, "4": 21,
+    "6": 22, "5": 23, "=": 24, "9": 25, "7": 26, "-": 27, "8": 28, "0": 29, "]": 30, "o": 31,
+    "u": 32, "[": 33, "i": 34, "p": 35, "enter": 36, "l": 37, "j": 38, "'": 39, "k": 40,
+    ";": 41, "\\": 42, ",": 43, "/": 44, "n": 45, "m": 46, ".": 47, "tab": 48, "space": 49,
+    "`": 50, "backspace": 51, "escape": 53, "f1": 122, "f2": 120, "f3": 99, "f4": 118,
+    "f5": 96, "f6": 97, "f7": 98, "f8": 100, "f9": 101, "f10": 109, "f11": 103, "f12": 111,
+    "f13": 105, "f14": 107, "f15": 113, "f16": 106, "f17": 64, "f18": 79, "f19": 80,
+    "f20": 90, "home": 115, "pageup": 116, "delete": 117, "end": 119, "pagedown": 121,
+    "left": 123, "right": 124, "down": 125, "up": 126,
+}
+
+
+def to_carbon(hotkey: Hotkey) -> tuple[int, int]:
+    """(virtual key code, modifiers) for RegisterEventHotKey."""
+    mods = (0x100 if hotkey.meta else 0) | (0x200 if hotkey.shift else 0) | (
+        0x800 if hotkey.alt else 0) | (0x1000 if hotkey.ctrl else 0)
+    return _MAC_KEYCODE[hotkey.key], mods
+
+
+def _fourcc(code: str) -> int:
+    return int.from_bytes(code.encode("ascii"), "big")
+
+
+class MacBackend:
+    """Carbon RegisterEventHotKey: system-wide, no Accessibility prompt."""
+
+    name = "carbon"
+    _HANDLER = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p)
+
+    class _HotKeyID(ctypes.Structure):
+        _fields_ = [("signature", ctypes.c_uint32), ("id", ctypes.c_uint32)]
+
+    class _EventTypeSpec(ctypes.Structure):
+        _fields_ = [("eventClass", ctypes.c_uint32), ("eventKind", ctypes.c_uint32)]
+
+    def __init__(self) -> None:
+        carbon: Any = ctypes.CDLL("/System/Library/Frameworks/Carbon.framework/Carbon")
+        self._carbon = carbon
+        carbon.GetApplicationEventTarget.restype = ctypes.c_void_p
+        carbon.InstallEventHandler.argtypes = [ctypes.c_void_p, self._HANDLER, ctypes.c_uint32,
+                                               ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p]
+        carbon.RegisterEventHotKey.argtypes = [ctypes.c_uint32, ctypes.c_uint32, self._HotKeyID,
+                                               ctypes.c_void_p, ctypes.c_uint32, ctypes.c_void_p]
+        carbon.UnregisterEventHotKey.argtypes = [ctypes.c_void_p]
+        carbon.GetEventParameter.argtypes = [ctypes.c_void_p, ctypes.c_uint32, ctypes.c_uint32,
+                                             ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p,
+                                             ctypes.c_void_p]
+        self._target = carbon.GetApplicationEventTarget()
+        self._callbacks: dict[int, Callable[[], None]] = {}
+        self._refs: list[ctypes.c_void_p] = []
+        self._next = 1
+        self._handler = self._HANDLER(self._on_event)  # keep a reference: C holds a pointer
+        spec = self._EventTypeSpec(_fourcc("keyb"), 5)  # kEventHotKeyPressed
+        self._install_status = carbon.InstallEventHandler(
+            self._target, self._handler, 1, ctypes.byref(spec), None, None)
+
+    def unavailable(self) -> str | None:
+        if self._install_status != 0:
+            return f"macOS refused the hotkey handler (OSStatus {self._install_status})"
+        return None
+
+    def register(self, action: str, hotkey: Hotkey, callback: Callable[[], None]) -> str | None:
+        keycode, mods = to_carbon(hotkey)
+        ref = ctypes.c_void_p()
+        hk_id = self._HotKeyID(_fourcc("icop"), self._next)
+        status = self._carbon.RegisterEventHotKey(keycode, mods, hk_id, self._target, 0,
+                                                  ctypes.byref(ref))
+        if status != 0:
+            if status == -9878:  # eventHotKeyExistsErr
+                return f"{hotkey.display()} is already used by another application"
+            return f"macOS refused {hotkey.display()} (OSStatus {status})"
+        self._callbacks[self._next] = callback
+        self._refs.append(ref)
+        self._next += 1
+        return None
+
+    def unregister_all(self) -> None:
+        for ref in self._refs:
+            self._carbon.UnregisterEventHotKey(ref)
+        self._refs.clear()
+        self._callbacks.clear()
+
+    def _on_event(self, _call: int | None, event: int | None, _data: int | None) -> int:
+        hk_id = self._HotKeyID()
+        status = self._carbon.GetEventParameter(
+            event, _fourcc("hkid"), _fourcc("hkid"), None, ctypes.sizeof(hk_id), None,
+            ctypes.byref(hk_id))
+        if status == 0 and hk_id.id in self._callbacks:
+            self._callbacks[hk_id.id]()
+            return 0
+        return -9874  # eventNotHandledErr
