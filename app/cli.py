@@ -7,8 +7,10 @@
 ``interview-copilot bench asr|turns …``    the benchmarks
 
 Exit codes: 0 done; 1 a failure while running (the audio device died); 2 a problem to
-fix before starting (a bad flag, an unknown device, a missing file); 130 interrupted
-(Ctrl+C); 143 terminated (SIGTERM).  Whatever was produced is saved in every case.
+fix before starting (a bad flag, an unknown device, a missing file, a folder that cannot
+be written); 3 a question got no answer because the LLM endpoint failed; 130
+interrupted (Ctrl+C); 143 terminated (SIGTERM).  Whatever was produced is saved in
+every case.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import logging
+import math
 import os
 import signal
 import sys
@@ -31,7 +34,8 @@ if TYPE_CHECKING:
     from app.session import Session
     from app.tracing import TurnTracer
 
-EXIT_OK, EXIT_FAILED, EXIT_CONFIG, EXIT_INTERRUPTED, EXIT_TERMINATED = 0, 1, 2, 130, 143
+EXIT_OK, EXIT_FAILED, EXIT_CONFIG, EXIT_UNANSWERED = 0, 1, 2, 3
+EXIT_INTERRUPTED, EXIT_TERMINATED = 130, 143
 
 DEMO_AUDIO = Path(__file__).resolve().parent.parent / "assets" / "demo.wav"
 
@@ -101,21 +105,56 @@ def _listen(settings: Settings, args: argparse.Namespace) -> int:
     from app.sessions import SessionLog
 
     session = _build(settings, args, answers=True)
-    log = SessionLog(on_error=_say)  # every question and answer is on disk as it happens
+    try:
+        log = SessionLog(on_error=_say)  # every question and answer is on disk as it happens
+    except OSError as exc:
+        raise FatalError(f"cannot save the session in {exc.filename or 'the data folder'}: "
+                         f"{exc.strerror or exc} (set XDG_DATA_HOME to a writable folder)") from exc
     log.attach(session.bus)
+    unanswered = _Unanswered()
+    session.bus.subscribe(unanswered)
     try:
         with _event_output(session, args.events) as writing:
             if writing != "stdout":
                 session.bus.subscribe(_LiveTranscript(sys.stdout, answers=True))
-            return _run(session, args)
+            code = _run(session, args)
     finally:
         log.close()
         print(f"session saved: {log.path}", file=sys.stderr)
+    if code == EXIT_OK and unanswered.turns:
+        print(f"error: {len(unanswered.turns)} question(s) got no answer: the LLM endpoint failed",
+              file=sys.stderr)
+        return EXIT_UNANSWERED
+    return code
+
+
+class _Unanswered:
+    """Turns whose answer never came because the endpoint failed (for the exit code)."""
+
+    def __init__(self) -> None:
+        self.turns: set[int] = set()
+
+    def __call__(self, event: object) -> None:
+        from app.events import AnswerDoneEvent
+
+        if isinstance(event, AnswerDoneEvent):
+            if event.error is not None and not event.text.strip():
+                self.turns.add(event.turn)
+            else:
+                self.turns.discard(event.turn)
 
 
 def _window(settings: Settings, args: argparse.Namespace, problems: list[ConfigProblem]) -> int:
-    if not _has_display():
-        print("No display found: running headless (pass --headless to silence this note).", file=sys.stderr)
+    from app.ui.platform_check import missing_packages, uses_xcb
+
+    missing = missing_packages() if _has_display() and uses_xcb() else []
+    if missing:
+        print("The window cannot open: Qt needs system libraries that are missing. Install them "
+              f"with\n  sudo apt install {' '.join(missing)}\nRunning headless meanwhile.", file=sys.stderr)
+    if missing or not _has_display():
+        if not missing:
+            print("No display found: running headless (pass --headless to silence this note).",
+                  file=sys.stderr)
         args.headless = True
         if not (getattr(args, "audio", None) or getattr(args, "mic", False) or getattr(args, "device", None)):
             args.audio = str(DEMO_AUDIO)
@@ -199,6 +238,36 @@ def _tracer(session: Session, args: argparse.Namespace) -> TurnTracer | None:
     return tracer
 
 
+def _open_exclusively(target: str) -> IO[str]:
+    """The ``--events`` file, truncated, locked for this run: two runs never interleave."""
+    try:
+        stream = open(target, "a", encoding="utf-8")  # noqa: SIM115 - the writer closes it
+    except OSError as exc:
+        raise FatalError(f"cannot write the events to {target}: {exc.strerror or exc}") from exc
+    if not _lock(stream):
+        stream.close()
+        raise FatalError(f"another interview-copilot is writing its events to {target}: "
+                         "give each run its own --events file")
+    stream.truncate(0)
+    return stream
+
+
+def _lock(stream: IO[str]) -> bool:
+    """An exclusive lock on the open file for as long as it stays open (no waiting)."""
+    try:
+        if sys.platform == "win32":
+            import msvcrt
+
+            msvcrt.locking(stream.fileno(), msvcrt.LK_NBLCK, 1)
+        else:
+            import fcntl
+
+            fcntl.flock(stream.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        return False
+    return True
+
+
 def _say(message: str) -> None:
     print(f"warning: {message}", file=sys.stderr)
 
@@ -218,10 +287,7 @@ def _event_output(session: Session, target: str | None) -> Iterator[str | None]:
     if target == "-":
         stream: IO[str] = sys.stdout
     else:
-        try:
-            stream = open(target, "w", encoding="utf-8")  # noqa: SIM115 - the writer closes it
-        except OSError as exc:
-            raise FatalError(f"cannot write the events to {target}: {exc.strerror or exc}") from exc
+        stream = _open_exclusively(target)
     writer = EventLog(stream, name="events output", on_error=_say, close_stream=stream is not sys.stdout)
     unsubscribe = session.bus.subscribe(writer)
     try:
@@ -305,6 +371,10 @@ def _apply_flags(settings: Settings, args: argparse.Namespace) -> None:
         settings.audio.source, settings.audio.device = "mic", args.device
     if getattr(args, "http2", False):
         settings.llm.http2 = True
+    if getattr(args, "resume", None):
+        settings.prompt.resume_file = args.resume
+    if getattr(args, "job", None):
+        settings.prompt.job_description_file = args.job
 
 
 def _add_audio_flags(p: argparse.ArgumentParser, *, positional: bool = False) -> None:
@@ -314,13 +384,24 @@ def _add_audio_flags(p: argparse.ArgumentParser, *, positional: bool = False) ->
         p.add_argument("--audio", metavar="FILE", help="replay this audio file instead of a device")
     p.add_argument("--mic", action="store_true", help="listen to the default microphone")
     p.add_argument("--device", metavar="NAME|INDEX", help="listen to this input device (see --list-devices)")
-    p.add_argument("--speed", type=float, default=1.0, help="file replay speed (1 = real time)")
+    p.add_argument("--speed", type=_speed, default=1.0, help="file replay speed (1 = real time)")
     p.add_argument("--asr-model", help='"bundled" (tiny.en), a Whisper size name or a model folder')
     p.add_argument("--language", help="Whisper language code (default: en)")
     p.add_argument("--events", metavar="FILE|-", help="write every event as a JSON line")
     p.add_argument("--trace", choices=("console", "otlp"),
                    help="per-turn OpenTelemetry traces (otlp: OTEL_EXPORTER_OTLP_ENDPOINT)")
     p.add_argument("--trace-text", action="store_true", help="include transcript text in spans")
+
+
+def _speed(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and 0 < value <= 100):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a replay speed: give a number above 0 and at "
+                                         "most 100 (1 = real time)")
+    return value
 
 
 def _add_llm_flags(p: argparse.ArgumentParser) -> None:
@@ -331,6 +412,8 @@ def _add_llm_flags(p: argparse.ArgumentParser) -> None:
                    help="speculative requests on (default from settings)")
     p.add_argument("--no-low-latency", dest="low_latency", action="store_false")
     p.add_argument("--http2", action="store_true", help="use HTTP/2 to the endpoint")
+    p.add_argument("--resume", metavar="FILE", help="your résumé (.txt, .md or .pdf) for the answers")
+    p.add_argument("--job", metavar="FILE", help="the job description (.txt, .md or .pdf)")
 
 
 def _parser() -> argparse.ArgumentParser:

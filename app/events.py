@@ -181,6 +181,8 @@ class AnswerDoneEvent(Event):
     cost: float = 0.0
     truncated: bool = False
     """True when the stream broke after its first token: what arrived is kept."""
+    error: str | None = None
+    """Why the answer is missing or incomplete (the endpoint failed), else None."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -65,7 +65,8 @@ def test_a_wrong_key_says_so_and_the_transcript_goes_on(server: FakeServer, two_
                                                         tmp_path: Path) -> None:
     out = run_listen(["--audio", str(two_questions), "--speed", "2", "--base-url", server.start(),
                       "--api-key", "sk-wrong-123", "--model", "gpt-4o-mini"], tmp_path)
-    assert out.returncode == 0
+    assert out.returncode == 3  # questions went unanswered because of the endpoint
+    assert out.stdout.lower().count("key") == 2  # one message per question, not per guess
     assert "Q: " in out.stdout and "weakness" in out.stdout.lower()
     assert "key" in out.stdout.lower() and "sk-wrong-123" not in out.stdout + out.stderr
     assert "Traceback" not in out.stderr
@@ -74,7 +75,7 @@ def test_a_wrong_key_says_so_and_the_transcript_goes_on(server: FakeServer, two_
 def test_a_dead_endpoint_says_so_and_the_transcript_goes_on(two_questions: Path, tmp_path: Path) -> None:
     out = run_listen(["--audio", str(two_questions), "--speed", "2", "--base-url", "http://127.0.0.1:9/v1",
                       "--api-key", "x", "--model", "gpt-4o-mini"], tmp_path)
-    assert out.returncode == 0
+    assert out.returncode == 3 and "got no answer" in out.stderr
     assert "weakness" in out.stdout.lower()
     assert "127.0.0.1:9" in out.stdout and "Traceback" not in out.stderr
 

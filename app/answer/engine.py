@@ -243,16 +243,16 @@ class AnswerEngine:
             return
         try:
             self._client = await asyncio.get_running_loop().run_in_executor(None, self._client_factory)
-        except LlmError as exc:
+        except LlmError as exc:  # said once a question needs the client; captions go on
             self._client_error = exc
-            self._emit(ErrorEvent(t=self._clock.now(), stage="llm", message=str(exc)))
+            self._emit(StatusEvent(t=self._clock.now(), stage="llm", message=str(exc)))
             return
         try:
             await self._client.start()
             if self._prime_cache or self._cache_pings_enabled():
                 await self._ping_cache()  # the first question then pays only for itself
-        except LlmError as exc:
-            self._emit(ErrorEvent(t=self._clock.now(), stage="llm", message=str(exc)))
+        except LlmError as exc:  # a status, not a wait: the first question says it again if it must
+            self._emit(StatusEvent(t=self._clock.now(), stage="llm", message=f"warming up: {exc}"))
         if self._cache_pings_enabled():
             self._keepalive = asyncio.get_running_loop().create_task(self._cache_keepalive())
 
@@ -489,19 +489,18 @@ class AnswerEngine:
             request.held.append(delta.text)
 
     def _on_failure(self, request: _Request, exc: LlmError) -> None:
-        """Speculation failures stay silent (the final will ask again); answers say why."""
+        """A guess fails silently: the question, once confirmed, is asked again and its
+        failure is the one message, after the question it belongs to."""
         request.finished = True
         if request.settled:
             return
         if not request.confirmed:
-            if exc.kind == "auth":
-                self._emit(ErrorEvent(t=self._clock.now(), stage="llm", message=str(exc)))
             self._waste(request)
             return
         self._emit(ErrorEvent(t=self._clock.now(), stage="llm", message=str(exc)))
-        self._done(request, truncated=bool(request.received))
+        self._done(request, truncated=bool(request.received), error=str(exc))
 
-    def _done(self, request: _Request, *, truncated: bool = False) -> None:
+    def _done(self, request: _Request, *, truncated: bool = False, error: str | None = None) -> None:
         request.settled = True
         text = "".join(request.received)
         cost = self._ledger.add(RequestCost.of(request.turn, request.kind, request.prompt_tokens,
@@ -509,7 +508,7 @@ class AnswerEngine:
         usage = request.usage or Usage(prompt_tokens=request.prompt_tokens,
                                        completion_tokens=len(request.received), estimated=True)
         self._emit(AnswerDoneEvent(t=self._clock.now(), turn=request.turn, request=request.id, text=text,
-                                   usage=usage, cost=round(cost, 8), truncated=truncated))
+                                   usage=usage, cost=round(cost, 8), truncated=truncated, error=error))
         self._emit(self._ledger.turn_stats(request.turn, self._clock.now()))
         self._record(request)
 

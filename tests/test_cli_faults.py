@@ -1,0 +1,111 @@
+"""The command line under a hostile user: clear messages, exit codes that say what
+happened, the session saved, never a traceback."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from app.cli import main
+from app.ui import platform_check
+from tests.speech import synth
+
+DEAD = ["--base-url", "http://127.0.0.1:9/v1", "--api-key", "x"]
+
+
+def env_for(home: Path) -> dict[str, str]:
+    ours = ("OPENAI_", "COPILOT_", "INTERVIEW_COPILOT_")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(ours)}
+    env.update(HOME=str(home), XDG_CONFIG_HOME=str(home / "config"), XDG_DATA_HOME=str(home / "data"),
+               PYTHON_KEYRING_BACKEND="keyring.backends.null.Keyring")
+    return env
+
+
+def listen(args: list[str], home: Path, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "app", "listen", "--headless", *args],
+                          capture_output=True, text=True, timeout=timeout, env=env_for(home))
+
+
+@pytest.mark.parametrize("speed", ["-1", "nan", "0", "fast"])
+def test_a_bad_speed_is_a_usage_error(speed: str, tmp_path: Path) -> None:
+    out = listen(["--audio", str(synth("Hello.")), f"--speed={speed}"], tmp_path)
+    assert out.returncode == 2 and "replay speed" in out.stderr and "Traceback" not in out.stderr
+
+
+def test_events_in_a_missing_folder(tmp_path: Path) -> None:
+    target = tmp_path / "nope" / "events.jsonl"
+    out = listen(["--audio", str(synth("Hello.")), "--events", str(target), *DEAD], tmp_path)
+    assert out.returncode == 2 and str(target) in out.stderr and "Traceback" not in out.stderr
+
+
+def test_a_data_folder_that_is_a_file(tmp_path: Path) -> None:
+    (tmp_path / "data").write_text("not a folder")
+    out = listen(["--audio", str(synth("Hello.")), *DEAD], tmp_path)
+    assert out.returncode == 2 and "cannot save the session" in out.stderr and "Traceback" not in out.stderr
+
+
+def test_two_runs_never_share_an_events_file(tmp_path: Path) -> None:
+    target = tmp_path / "events.jsonl"
+    clip = synth("Why are you interested in this role?", tail_s=8.0)
+    first = subprocess.Popen([sys.executable, "-m", "app", "listen", "--headless", "--audio", str(clip),
+                              "--events", str(target), *DEAD], env=env_for(tmp_path),
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and (not target.exists() or target.stat().st_size == 0):
+            time.sleep(0.05)
+        second = listen(["--audio", str(clip), "--events", str(target), *DEAD], tmp_path)
+        assert second.returncode == 2 and "another interview-copilot" in second.stderr
+    finally:
+        first.send_signal(signal.SIGINT)
+        first.wait(30)
+
+
+@pytest.mark.parametrize(("sig", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_interrupted_runs_exit_with_their_code_and_save_the_session(sig: int, code: int,
+                                                                    tmp_path: Path) -> None:
+    clip = synth("Why are you interested in this role?", tail_s=20.0)
+    child = subprocess.Popen([sys.executable, "-m", "app", "listen", "--headless", "--audio", str(clip),
+                              *DEAD], env=env_for(tmp_path), stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+    assert child.stdout is not None
+    for line in child.stdout:  # the question is on screen: now interrupt
+        if line.startswith("Q: "):
+            break
+    started = time.monotonic()
+    child.send_signal(sig)
+    _, err = child.communicate(timeout=30)
+    assert child.returncode == code, err
+    assert time.monotonic() - started < 10
+    assert "session saved" in err and "Traceback" not in err
+    saved = next((tmp_path / "data").rglob("session-*.jsonl")).read_text(encoding="utf-8")
+    assert '"final"' in saved
+
+
+def test_missing_qt_libraries_are_named_and_the_run_goes_on_headless(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    for key, value in env_for(tmp_path).items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.setenv("DISPLAY", ":99")
+    monkeypatch.delenv("WAYLAND_DISPLAY", raising=False)
+    monkeypatch.delenv("QT_QPA_PLATFORM", raising=False)
+    monkeypatch.setattr(platform_check, "missing_packages", lambda: ["libxcb-icccm4", "libxcb-keysyms1"])
+    code = main(["--audio", str(synth("Hello there.")), "--speed", "4", *DEAD])
+    err = capsys.readouterr().err
+    assert "sudo apt install libxcb-icccm4 libxcb-keysyms1" in err and "headless" in err
+    assert code == 3 and "session saved" in err  # ran headless; the dead endpoint answered nothing
+
+
+def test_the_library_probe_names_the_packages() -> None:
+    def load(name: str) -> object:
+        if "icccm" in name or "keysyms" in name:
+            raise OSError(name)
+        return object()
+
+    assert platform_check.missing_packages(load) == ["libxcb-icccm4", "libxcb-keysyms1"]
