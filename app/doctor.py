@@ -30,7 +30,8 @@ from typing import IO, Any, Literal
 import numpy as np
 
 from app.llm.client import Done, LlmClient, RequestTiming
-from app.llm.errors import LlmError, display_url
+from app.llm.errors import LlmError
+from app.redact import display_url
 
 Status = Literal["pass", "warn", "fail", "skip"]
 

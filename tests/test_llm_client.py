@@ -14,7 +14,8 @@ import httpx2
 import pytest
 
 from app.llm.client import Delta, Done, LlmClient, StreamItem, estimate_usage
-from app.llm.errors import LlmError, redact
+from app.llm.errors import LlmError
+from app.redact import redact
 from app.llm.fake_server import FakeServer, Fault, Profile, answer_tokens
 
 KEY = "test-key"
