@@ -51,7 +51,7 @@ def _clean_registry() -> Iterator[None]:
         ("x-api-key: relay-key-0001", ["relay-key-0001"]),
         ("password=hunter22 token: tok-1234567890", ["hunter22", "tok-1234567890"]),
         ("google AIzaSyA-1234567890abcdefghijklmnopq", ["AIzaSyA-1234567890"]),
-        ("gh ghp_abcdefghijklmnop1234 hf hf_abcdefghijklmnop1234", ["ghp_abcdefghijklmnop", "hf_abcdefghijklmnop"]),
+        ("gh ghp_abcdefghijklmnop1234 hf hf_abcdefghijklmnop1234", ["ghp_abcdefgh", "hf_abcdefgh"]),
     ],
 )
 def test_every_secret_form_is_removed(text: str, leaks: list[str]) -> None:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import io
-import logging
 from collections.abc import Callable, Iterator
 
 import keyring
