@@ -737,7 +737,7 @@ class LlmClient:
         for task in racers:
             task.cancel()
         for task, sdk in racers.items():
-            with contextlib.suppress(BaseException):
+            with contextlib.suppress(Exception, asyncio.CancelledError):
                 opened = await task
                 await opened.close()
             if sdk is not self._sdk:

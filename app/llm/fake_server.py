@@ -4,8 +4,10 @@ The client's latency tricks (pre-warming, connection reuse, cancelling, re-issui
 all about what happens on the wire, so they can only be tested against a real socket
 that behaves like a provider: keep-alive, chunked SSE with ``data: [DONE]`` in its own
 write, per-connection set-up cost, provider-style prompt caching, and the ways real
-streams break (resets, truncation, stalls, error statuses).  Mocked transports would hide
-exactly the bugs this layer exists to avoid.
+streams break (resets, truncation, stalls, error statuses with ``Retry-After``, relays that
+accept a connection and never answer, lines that are not JSON, binary bytes, strict relays
+that reject unknown request fields).  Mocked transports would hide exactly the bugs this
+layer exists to avoid.
 
 The server runs its own event loop in a daemon thread, so a test's loop (the client's)
 and the server never share a scheduler: a blocked client cannot make the server look
