@@ -28,11 +28,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
-import email.utils
-import errno
-import json
 import logging
-import re
 import time
 from collections.abc import AsyncGenerator, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -44,7 +40,18 @@ from openai.types.chat import ChatCompletionChunk
 
 from app.events import Usage
 from app.llm.errors import LlmError
-from app.redact import display_host, display_url, redact, register_secret, register_url
+from app.llm.replies import (
+    about_fields,
+    asked_wait,
+    chunk_choices,
+    describe,
+    not_a_stream,
+    refused,
+    rejected_param,
+    seconds_text,
+    server_message,
+)
+from app.redact import display_host, display_url, register_secret, register_url
 from app.secrets import key_hint
 
 log = logging.getLogger(__name__)
@@ -52,9 +59,6 @@ log = logging.getLogger(__name__)
 _RATE_LIMIT_BACKOFF_S = 1.0
 """Wait before re-sending a 429 that gives no hint: OpenAI's per-second windows reset
 within about a second, and a longer wait costs the answer its usefulness."""
-_RETRY_AFTER_MAX_S = 3600.0
-"""Larger ``Retry-After`` values are clamped (a bogus date must not read as a day)."""
-
 Message = Mapping[str, Any]
 
 
@@ -227,14 +231,6 @@ class _Truncated(Exception):
         self.content_type = content_type
         self.not_sse = events == 0 and bool(content_type) and "event-stream" not in content_type
         """Nothing parsed from a body that does not even claim to be SSE (an HTML page)."""
-
-
-class _NotAChunk(Exception):
-    """A JSON event that is not a chat completion chunk (``data: 42``)."""
-
-    def __init__(self, raw: str) -> None:
-        super().__init__(raw)
-        self.raw = raw
 
 
 class _Opened:
@@ -617,7 +613,7 @@ class LlmClient:
                         break
                     if chunk.usage is not None:
                         usage = _usage(chunk.usage)
-                    for choice in _choices(chunk):
+                    for choice in chunk_choices(chunk):
                         text = choice.delta.content if choice.delta is not None else None
                         if text:
                             timing = None
@@ -767,14 +763,14 @@ class LlmClient:
                 if rec.first_event is None:
                     rec.first_event = time.perf_counter()
                 opened.buffered.append(chunk)
-                choices = _choices(chunk)
+                choices = chunk_choices(chunk)
                 if any(c.delta is not None and c.delta.content for c in choices):
                     rec.first_token = time.perf_counter()
                     return opened
                 if any(c.finish_reason for c in choices):
                     return opened  # an empty answer is an answer
             opened.ended = True
-            if not any(c.finish_reason for ch in opened.buffered for c in _choices(ch)):
+            if not any(c.finish_reason for ch in opened.buffered for c in chunk_choices(ch)):
                 raise _Truncated(opened.content_type, len(opened.buffered))
             return opened
         except BaseException:
@@ -832,14 +828,14 @@ class LlmClient:
                     self._use_cache_key = False
                 return cast(openai.AsyncStream[ChatCompletionChunk], created)
             except (openai.BadRequestError, openai.UnprocessableEntityError) as exc:
-                rejected = _rejected_param(exc, ("stream_options", "prompt_cache_key", "max_tokens"))
+                rejected = rejected_param(exc, ("stream_options", "prompt_cache_key", "max_tokens"))
                 if rejected == "stream_options" and use_stream_options:
                     self._use_stream_options = False
                 elif rejected == "prompt_cache_key" and "prompt_cache_key" in body:
                     self._use_cache_key = False
                 elif rejected == "max_tokens" and self._max_tokens_field == "max_tokens":
                     self._max_tokens_field = "max_completion_tokens"
-                elif rejected is None and optional and not stripped and _about_fields(exc):
+                elif rejected is None and optional and not stripped and about_fields(exc):
                     stripped = True
                     rejected = "an unnamed field"
                 else:
@@ -883,7 +879,7 @@ class LlmClient:
         """
         if not isinstance(exc, openai.APIStatusError) or exc.status_code not in (429, 503):
             return 0.0, None
-        asked = _retry_after(exc)
+        asked = asked_wait(exc)
         if asked is None:
             return (_RATE_LIMIT_BACKOFF_S if exc.status_code == 429 else 0.0), None
         if asked > self._rate_limit_max_wait:
@@ -898,7 +894,7 @@ class LlmClient:
         return LlmError(
             "not_answering",
             f"The endpoint at {self.host} is not answering (no first token after "
-            f"{_secs(waited)} s) — {again}check the service status and the base URL in "
+            f"{seconds_text(waited)} s) — {again}check the service status and the base URL in "
             "Settings (for slow models raise llm.first_token_timeout_s).",
             attempts=sent,
             host=self.host,
@@ -923,13 +919,13 @@ class LlmClient:
             )
         if isinstance(exc, _Truncated):
             why = "the stream ended early"
-        elif (shown := _not_a_stream(exc)) is not None:
+        elif (shown := not_a_stream(exc)) is not None:
             why = (
                 f"the endpoint at {self.host} sent something that is not an "
                 f"OpenAI-compatible stream (first bytes: {shown})"
             )
         else:
-            why = _describe(exc)
+            why = describe(exc)
         return LlmError(
             "stream_cut",
             f"The answer was cut off after {len(text)} characters: {why} ({self._where}). "
@@ -950,7 +946,7 @@ class LlmClient:
         }
         if isinstance(exc, openai.APIStatusError):
             status = exc.status_code
-            detail = _server_message(exc)
+            detail = server_message(exc)
             if status in (401, 403):
                 what = "rejected" if status == 401 else "refused (no access)"
                 return LlmError(
@@ -972,8 +968,8 @@ class LlmClient:
                         f"in Settings (it usually ends in /v1). Server said: {detail}"
                     )
                 return LlmError("not_found", msg, status=status, **common)
-            wait = retry_after if retry_after is not None else _retry_after(exc)
-            when = f"it asks to wait {_secs(wait)} s" if wait is not None else "wait a moment"
+            wait = retry_after if retry_after is not None else asked_wait(exc)
+            when = f"it asks to wait {seconds_text(wait)} s" if wait is not None else "wait a moment"
             if status == 429:
                 return LlmError(
                     "rate_limit",
@@ -999,7 +995,7 @@ class LlmClient:
                 status=status,
                 **common,
             )
-        shown = _not_a_stream(exc)
+        shown = not_a_stream(exc)
         if shown is None and isinstance(exc, _Truncated) and exc.not_sse:
             shown = f"none; content type {exc.content_type or 'missing'}"
         if shown is not None:
@@ -1031,15 +1027,15 @@ class LlmClient:
                 **common,
             )
         if isinstance(exc, openai.APIConnectionError | httpx2.TransportError):
-            if _refused(exc):
+            if refused(exc):
                 msg = (
                     f"Could not connect to {where}: connection refused — is the server "
                     "running? Check the base URL in Settings."
                 )
             else:
-                msg = f"The connection to {where} failed: {_describe(exc)} — check the network."
+                msg = f"The connection to {where} failed: {describe(exc)} — check the network."
             return LlmError("network", msg, **common)
-        return LlmError("bad_request", f"Request to {where} failed: {_describe(exc)}", **common)
+        return LlmError("bad_request", f"Request to {where} failed: {describe(exc)}", **common)
 
 
 # --- helpers ---------------------------------------------------------------------------
@@ -1063,126 +1059,3 @@ def estimate_usage(messages: Iterable[Message], answer: str) -> Usage:
         completion_tokens=max(1, len(answer) // 4) if answer else 0,
         estimated=True,
     )
-
-
-def _server_message(exc: openai.APIStatusError) -> str:
-    body = exc.body
-    if isinstance(body, dict):
-        inner = body.get("error", body)
-        if isinstance(inner, dict) and isinstance(inner.get("message"), str):
-            return str(inner["message"])[:300]
-        if isinstance(body.get("message"), str):
-            return str(body["message"])[:300]
-    return (exc.message or exc.__class__.__name__)[:300]
-
-
-def _rejected_param(exc: openai.APIStatusError, candidates: Sequence[str]) -> str | None:
-    """The request field a 400/422 names: OpenAI's ``param``, else its message or body
-    (relays: "Unrecognized request argument supplied: X"; FastAPI: ``loc: [body, X]``)."""
-    if exc.param in candidates:
-        return exc.param
-    text = f"{_server_message(exc)} {exc.body!r} {exc.message}"
-    return next((c for c in candidates if c in text), None)
-
-
-_FIELD_WORDS = re.compile(
-    r"(?i)unrecogni[sz]ed|unknown|unsupported|not (?:permitted|allowed|supported)|extra|"
-    r"invalid (?:request|argument|param|field|body)|additional propert"
-)
-
-
-def _about_fields(exc: openai.APIStatusError) -> bool:
-    """Whether a 400/422 that names no field could be about one (worth one bare re-send)."""
-    text = f"{_server_message(exc)} {exc.body!r}"
-    return exc.status_code == 422 or bool(_FIELD_WORDS.search(text))
-
-
-def _choices(chunk: Any) -> list[Any]:
-    """A chunk's choices; raises :class:`_NotAChunk` for JSON that is not a chunk."""
-    choices = getattr(chunk, "choices", None)
-    if isinstance(choices, list):
-        return choices
-    if choices is None and getattr(chunk, "usage", None) is not None:
-        return []
-    raise _NotAChunk(repr(chunk))
-
-
-def _retry_after(exc: openai.APIStatusError) -> float | None:
-    """Seconds the server asks to wait: ``retry-after-ms``, ``Retry-After`` (seconds or an
-    HTTP date), else OpenAI's "Please try again in 1.5s" / "in 20ms"; None when silent."""
-    headers = exc.response.headers
-    value: float | None = None
-    with contextlib.suppress(ValueError, TypeError):
-        if (ms := headers.get("retry-after-ms")) is not None:
-            value = float(ms) / 1000
-    raw = headers.get("retry-after")
-    if value is None and raw:
-        try:
-            value = float(raw)
-        except ValueError:
-            with contextlib.suppress(TypeError, ValueError, IndexError):
-                when = email.utils.parsedate_to_datetime(raw)
-                value = when.timestamp() - time.time()
-    if value is None:
-        found = re.search(r"(?i)try again in (\d+(?:\.\d+)?)\s*(ms|s)\b", _server_message(exc))
-        if found:
-            value = float(found.group(1)) / (1000 if found.group(2).lower() == "ms" else 1)
-    if value is None or value != value:  # NaN
-        return None
-    return min(max(0.0, value), _RETRY_AFTER_MAX_S)
-
-
-def _secs(value: float) -> str:
-    return f"{value:.0f}" if value >= 10 else f"{round(value, 1):g}"
-
-
-def _not_a_stream(exc: BaseException) -> str | None:
-    """The first bytes of what broke the SSE parser, shown safely; None if it wasn't that."""
-    raw: bytes | str
-    if isinstance(exc, json.JSONDecodeError):
-        raw = exc.doc
-    elif isinstance(exc, UnicodeDecodeError):
-        raw = exc.object
-    elif isinstance(exc, _NotAChunk):
-        raw = exc.raw
-    else:
-        return None
-    return show_bytes(raw)
-
-
-def show_bytes(raw: bytes | str, limit: int = 40) -> str:
-    """``raw`` as printable ASCII (others as ``\\xNN``), cut at ``limit`` and redacted."""
-    data = raw.encode("utf-8", "replace") if isinstance(raw, str) else bytes(raw)
-    out = []
-    for byte in data[:limit]:
-        ch = chr(byte)
-        out.append(ch if 32 <= byte < 127 and ch != "\\" else f"\\x{byte:02x}")
-    text = "".join(out) + ("…" if len(data) > limit else "")
-    return redact(f"'{text}'")
-
-
-def _describe(exc: BaseException) -> str:
-    """The innermost useful cause, e.g. "ConnectionResetError: [Errno 104] …"."""
-    seen: list[BaseException] = []
-    cur: BaseException | None = exc
-    while cur is not None and cur not in seen:
-        seen.append(cur)
-        cur = cur.__cause__ or cur.__context__
-    for item in reversed(seen):
-        text = str(item)
-        if text and not isinstance(item, openai.APIConnectionError):
-            return redact(f"{type(item).__name__}: {text}")[:200]
-    return type(exc).__name__
-
-
-def _refused(exc: BaseException) -> bool:
-    cur: BaseException | None = exc
-    for _ in range(8):
-        if cur is None:
-            return False
-        if isinstance(cur, ConnectionRefusedError) or getattr(cur, "errno", None) == errno.ECONNREFUSED:
-            return True
-        if "refused" in str(cur).lower():
-            return True
-        cur = cur.__cause__ or cur.__context__
-    return False
