@@ -35,14 +35,21 @@ _registered: tuple[str, ...] = ()  # longest first, so a secret containing anoth
 
 # A URL with a scheme, up to whitespace or a character that cannot end a URL in prose.
 _URL = re.compile(r"(?i)\b[a-z][a-z0-9+.\-]*://[^\s\"'<>`]+")
-_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
+# (substrings one of which must be in the lower-cased text, pattern, replacement): the
+# substring test skips most patterns for ordinary text, which is nearly all text.
+_PATTERNS: tuple[tuple[tuple[str, ...], re.Pattern[str], str], ...] = (
     # API keys: OpenAI/Anthropic-style (also partly masked ones such as "sk-abc1****xyz9"),
     # Google, GitHub, Hugging Face, Slack.
-    (re.compile(r"\b(?:sk|rk|pk|sess)-[A-Za-z0-9_\-*]{8,}"), REDACTED),
-    (re.compile(r"\bAIza[A-Za-z0-9_\-]{20,}"), REDACTED),
-    (re.compile(r"\b(?:gh[pousr]_|github_pat_|hf_|xox[abprs]-)[A-Za-z0-9_\-]{10,}"), REDACTED),
+    (("sk-", "rk-", "pk-", "sess-"), re.compile(r"\b(?:sk|rk|pk|sess)-[A-Za-z0-9_\-*]{8,}"), REDACTED),
+    (("aiza",), re.compile(r"\bAIza[A-Za-z0-9_\-]{20,}"), REDACTED),
+    (
+        ("gh", "github_pat_", "hf_", "xox"),
+        re.compile(r"\b(?:gh[pousr]_|github_pat_|hf_|xox[abprs]-)[A-Za-z0-9_\-]{10,}"),
+        REDACTED,
+    ),
     # Authorization / Proxy-Authorization header values, keeping the scheme word.
     (
+        ("authoriz",),
         re.compile(
             r"(?i)\b((?:proxy-)?authorization[\"']?\s*[:=]\s*[\"']?"
             r"(?:(?:bearer|basic|token|digest|apikey)\s+)?)[^\s,;\"']+"
@@ -50,10 +57,11 @@ _PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
         rf"\1{REDACTED}",
     ),
     # A bearer token anywhere else ("Bearer abc…"); 8+ characters so prose survives.
-    (re.compile(r"(?i)\b(bearer)\s+(?!\*\*\*)[A-Za-z0-9._~+/\-]{8,}=*"), rf"\1 {REDACTED}"),
+    (("bearer",), re.compile(r"(?i)\b(bearer)\s+(?!\*\*\*)[A-Za-z0-9._~+/\-]{8,}=*"), rf"\1 {REDACTED}"),
     # key/value pairs: api_key=…, "api-key": "…", x-api-key: …, password=…, and token=…
     # (a "token" value needs 8+ characters: "first token: 250 ms" is a measurement).
     (
+        ("key", "token", "secret", "pass", "pwd"),
         re.compile(
             r"(?i)\b((?:x-)?(?:api[_-]?key|apikey|access[_-]?token|auth[_-]?token|refresh[_-]?token"
             r"|id[_-]?token|secret|client[_-]?secret|password|passwd|pwd)[\"']?\s*[:=]\s*[\"']?)"
@@ -62,11 +70,12 @@ _PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
         rf"\1{REDACTED}",
     ),
     (
+        ("token",),
         re.compile(r"(?i)\b(token[\"']?\s*[:=]\s*[\"']?)(?!\*\*\*)[^\s,;\"'&#]{8,}"),
         rf"\1{REDACTED}",
     ),
     # A query fragment outside a full URL: "?key=…", "&sig=…".
-    (re.compile(r"([?&][A-Za-z0-9_.\-]+=)(?!\*\*\*)[^\s&#\"'<>]+"), rf"\1{REDACTED}"),
+    (("=",), re.compile(r"([?&][A-Za-z0-9_.\-]+=)(?!\*\*\*)[^\s&#\"'<>]+"), rf"\1{REDACTED}"),
 )
 
 
@@ -121,9 +130,12 @@ def redact(text: str, *secrets: str | None) -> str:
     for secret in (*extra, *_registered):
         if secret in text:
             text = text.replace(secret, REDACTED)
-    text = _URL.sub(_redact_url_match, text)
-    for pattern, replacement in _PATTERNS:
-        text = pattern.sub(replacement, text)
+    if "://" in text:
+        text = _URL.sub(_redact_url_match, text)
+    low = text.lower()
+    for triggers, pattern, replacement in _PATTERNS:
+        if any(t in low for t in triggers):
+            text = pattern.sub(replacement, text)
     return text
 
 
