@@ -115,6 +115,22 @@ class LlmConfig(_Section):
     http2: bool = False
     connect_timeout_s: float = Field(default=2.0, gt=0, le=60)
     timeout_s: float = Field(default=30.0, gt=0, le=600)
+    """Socket read time-out: the last resort; the two deadlines below act first."""
+    first_token_timeout_s: float = Field(default=4.0, gt=0, le=300)
+    """No first token this long after a request left: one hedged request on a fresh
+    connection, raced against the first; no token from either after as long again ends in
+    "the endpoint at HOST is not answering".  4 s is several times a hosted model's usual
+    time to first token (0.3-1.5 s) yet short enough that the answer is still useful;
+    raise it for reasoning models that think silently before their first token."""
+    stall_timeout_s: float = Field(default=8.0, gt=0, le=600)
+    """No data this long once text is on screen: stop, keep what arrived.  Longer than the
+    first-token deadline because mid-answer pauses are normal (proxies flush in bursts,
+    providers pause under load) and the text already shown stays useful, while 8 s is
+    about the longest a reader waits on a half sentence before asking again."""
+    rate_limit_max_wait_s: float = Field(default=5.0, ge=0, le=60)
+    """A 429/503 asking to wait up to this long (``Retry-After``) is re-sent once after the
+    wait; a longer wait fails at once with the wait in the message: an answer more than
+    ~5 s late no longer helps the person speaking."""
     keepalive_expiry_s: float = Field(default=120.0, ge=5, le=3600)
     max_tokens: int = Field(default=300, ge=16, le=8192)
     temperature: float = Field(default=0.3, ge=0.0, le=2.0)

@@ -30,7 +30,9 @@ from typing import IO, Any, Literal
 import numpy as np
 
 from app.llm.client import Done, LlmClient, RequestTiming
-from app.llm.errors import LlmError, display_url
+from app.llm.errors import LlmError
+from app.redact import display_url, redact, redact_data, register_secret, register_url
+from app.secrets import key_hint
 
 Status = Literal["pass", "warn", "fail", "skip"]
 
@@ -232,23 +234,32 @@ def check_asr(model_name: str = "bundled", language: str = "en", *, compute_type
 # --- LLM ----------------------------------------------------------------------------------------
 
 _FIX_BY_KIND = {
-    "auth": "set a valid key: --api-key, OPENAI_API_KEY, or Settings (stored in the keychain)",
     "not_found": "check the base URL (usually ends in /v1) and the model name (--model)",
     "network": "check the base URL, that the server is running, and any proxy (HTTPS_PROXY)",
     "timeout": "check the network path to the endpoint; a VPN or proxy may be dropping packets",
     "rate_limit": "wait, or check the plan and quota of this key",
     "server": "the provider is failing; try again later or use another endpoint",
+    "not_answering": "the endpoint accepts connections but does not answer: check the service status, "
+                     "the base URL and any relay or proxy in between",
+    "bad_stream": "the base URL does not lead to an OpenAI-compatible API (it usually ends in /v1), "
+                  "or a proxy in between rewrites the stream",
 }
 
 
 def _client(target: Target, opts: DoctorOptions, *, http2: bool = False) -> LlmClient:
+    # The first-token deadline is the read time-out: a hedged second request would blur
+    # the timings this command exists to measure.
     return LlmClient(target.base_url, target.api_key, target.model, http2=http2,
                      connect_timeout=opts.connect_timeout_s, timeout=opts.timeout_s,
-                     rewarm_idle_s=None, spare_connections=0)
+                     first_token_timeout=opts.timeout_s, rewarm_idle_s=None, spare_connections=0)
 
 
 def _fail_llm(name: str, exc: LlmError, data: dict[str, Any] | None = None) -> CheckResult:
-    return CheckResult(name, "fail", exc.message, _FIX_BY_KIND.get(exc.kind, "check the endpoint settings"),
+    # The key hint names only the sources read for this host (OPENAI_API_KEY is not, for most).
+    fix = _FIX_BY_KIND.get(exc.kind, "check the endpoint settings")
+    if exc.kind == "auth":
+        fix = key_hint(exc.host)
+    return CheckResult(name, "fail", exc.message, fix,
                        {"error": exc.kind, **(data or {})})
 
 
@@ -647,10 +658,11 @@ _MARK = {"pass": "PASS", "warn": "WARN", "fail": "FAIL", "skip": "SKIP"}
 
 
 def format_result(result: CheckResult) -> str:
+    """One check as text, through the one redaction: details quote URLs and server replies."""
     text = f"{_MARK[result.status]}  {result.name:<17} {result.detail}"
     if result.fix and result.status in ("warn", "fail"):
         text += f"\n      fix: {result.fix}"
-    return text
+    return redact(text)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -677,6 +689,8 @@ def run_doctor(argv: list[str], out: IO[str] | None = None) -> int:
     from app.config import load_settings
 
     settings, problems = load_settings(Path(args.config) if args.config else None)
+    register_secret(args.api_key)
+    register_url(args.base_url or settings.llm.base_url)
     opts = DoctorOptions(base_url=args.base_url, api_key=args.api_key, model=args.model, device=args.device,
                          listen_s=args.listen, timeout_s=args.timeout, local=not args.no_local,
                          skip=frozenset(s.strip() for s in args.skip.split(",") if s.strip()))
@@ -688,11 +702,12 @@ def run_doctor(argv: list[str], out: IO[str] | None = None) -> int:
 
     if not args.json:
         for problem in problems:
-            out.write(f"settings: {problem}\n")
+            out.write(redact(f"settings: {problem}") + "\n")
     results = collect(opts, settings, emit)
     failed = any(r.failed for r in results)
     if args.json:
-        json.dump({"ok": not failed, "checks": [asdict(r) for r in results]}, out, indent=1, default=str)
+        report = {"ok": not failed, "checks": [asdict(r) for r in results]}
+        json.dump(redact_data(json.loads(json.dumps(report, default=str))), out, indent=1)
         out.write("\n")
     else:
         counts = {s: sum(r.status == s for r in results) for s in ("pass", "warn", "fail", "skip")}

@@ -11,26 +11,25 @@ Lookup order, first hit wins:
    ``default`` when there is no base URL), so each server keeps its own key.
 
 Environment beats keychain because setting a variable is a deliberate, per-shell override.
-No error message from this module ever contains a key.
+No error message from this module ever contains a key, and every key this module hands
+out is registered with :mod:`app.redact`, so no output of the app can contain it either.
 """
 
 from __future__ import annotations
 
-import logging
 import os
-import re
-import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from urllib.parse import urlsplit
 
 import keyring
 import keyring.errors
 
+from app.redact import redact, register_secret
+
 SERVICE = "interview-copilot"
 APP_ENV_VAR = "INTERVIEW_COPILOT_API_KEY"
 OPENAI_ENV_VAR = "OPENAI_API_KEY"
 OPENAI_HOST = "api.openai.com"
-REDACTED = "[REDACTED]"
 _ENV_HINT = f"set {APP_ENV_VAR} in the environment or pass --api-key instead"
 
 
@@ -63,18 +62,44 @@ def get_api_key(
     env = os.environ if environ is None else environ
     for candidate in (explicit, env.get(APP_ENV_VAR)):
         if candidate and candidate.strip():
+            register_secret(candidate.strip())
             return candidate.strip()
     openai_key = (env.get(OPENAI_ENV_VAR) or "").strip()
     host = keychain_username(base_url)
-    if openai_key and host in {OPENAI_HOST, keychain_username(env.get("OPENAI_BASE_URL"))} - {
-        "default"
-    }:
+    if openai_key and reads_openai_env(base_url, env):
+        register_secret(openai_key)
         return openai_key
     try:
         stored = keyring.get_password(SERVICE, host)
     except Exception as exc:  # any backend failure: D-Bus, locked, no backend
         raise SecretStoreError(_describe("read the API key from", host, exc)) from None
+    register_secret(stored)
     return stored or None
+
+
+def reads_openai_env(base_url: str | None, environ: Mapping[str, str] | None = None) -> bool:
+    """Whether :func:`get_api_key` honours ``OPENAI_API_KEY`` for ``base_url``: only for
+    api.openai.com and the host of ``OPENAI_BASE_URL``."""
+    env = os.environ if environ is None else environ
+    host = keychain_username(base_url)
+    return host in {OPENAI_HOST, keychain_username(env.get("OPENAI_BASE_URL"))} - {"default"}
+
+
+def key_hint(base_url: str | None, environ: Mapping[str, str] | None = None) -> str:
+    """Where to put a valid key for ``base_url``, naming only sources that are read for it.
+
+    For the 401/403 message: Settings (saved to the keychain under the host) and this
+    app's own variable work for any host; ``OPENAI_API_KEY`` only where it is read.
+    """
+    host = keychain_username(base_url)
+    where = f"for {host} " if host != "default" else ""
+    env = f"{APP_ENV_VAR}"
+    if reads_openai_env(base_url, environ):
+        env = f"{OPENAI_ENV_VAR} or {APP_ENV_VAR}"
+    return (
+        f"set a valid key {where}in Settings (saved in the system keychain), "
+        f"or in {env}, or pass --api-key"
+    )
 
 
 def set_api_key(base_url: str | None, key: str) -> None:
@@ -108,77 +133,6 @@ def _describe(action: str, host: str, exc: Exception, *secrets: str) -> str:
     elif isinstance(exc, keyring.errors.KeyringLocked):
         why = "the keychain is locked; unlock it and try again"
     else:
-        detail = redact(str(exc), secrets).strip().rstrip(".")
+        detail = redact(str(exc), *secrets).strip().rstrip(".")
         why = f"{type(exc).__name__}: {detail}" if detail else type(exc).__name__
     return f"Could not {action} the system keychain for {host} ({why}); {_ENV_HINT}."
-
-
-# --- redaction ------------------------------------------------------------------------
-
-_PATTERNS = (
-    (re.compile(r"\bsk-[A-Za-z0-9_\-]{8,}"), REDACTED),
-    (re.compile(r"\b(Bearer)\s+[A-Za-z0-9._~+/\-]+=*", re.IGNORECASE), rf"\1 {REDACTED}"),
-)
-
-
-def redact(text: str, secrets: Iterable[str]) -> str:
-    """``text`` with every known secret and anything shaped like a key replaced.
-
-    Known secrets go first, longest first, so a key that contains another is removed whole.
-    """
-    for secret in sorted({s.strip() for s in secrets if s and s.strip()}, key=len, reverse=True):
-        text = text.replace(secret, REDACTED)
-    for pattern, replacement in _PATTERNS:
-        text = pattern.sub(replacement, text)
-    return text
-
-
-class RedactingFilter(logging.Filter):
-    """Rewrites log records so no key reaches a handler; never drops a record.
-
-    Python applies a *logger's* filters only to records logged on that very logger, not to
-    records propagating from child loggers, so :func:`install_redaction` also puts the
-    filter on the root logger's handlers; handlers added later need ``addFilter`` too.
-    """
-
-    def __init__(self, secrets: Iterable[str] = ()) -> None:
-        super().__init__()
-        self._lock = threading.Lock()
-        self._secrets: frozenset[str] = frozenset()
-        for secret in secrets:
-            self.add_secret(secret)
-
-    def add_secret(self, secret: str | None) -> None:
-        if secret and secret.strip():
-            with self._lock:
-                self._secrets = self._secrets | {secret.strip()}
-
-    def redact(self, text: str) -> str:
-        return redact(text, self._secrets)
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        try:
-            message = record.getMessage()
-        except Exception:  # bad %-args: redact the raw parts instead of losing the record
-            message = f"{record.msg} {record.args}"
-        record.msg, record.args = self.redact(message), None
-        if record.exc_info and not record.exc_text:
-            record.exc_text = logging.Formatter().formatException(record.exc_info)
-        if record.exc_text:
-            record.exc_text = self.redact(record.exc_text)
-            record.exc_info = None  # formatters would re-render the raw traceback from it
-        if record.stack_info:
-            record.stack_info = self.redact(record.stack_info)
-        return True
-
-
-def install_redaction(
-    secrets: Iterable[str] = (), logger: logging.Logger | None = None
-) -> RedactingFilter:
-    """Attach one :class:`RedactingFilter` to ``logger`` (root by default) and its handlers."""
-    target = logger or logging.getLogger()
-    log_filter = RedactingFilter(secrets)
-    target.addFilter(log_filter)
-    for handler in target.handlers:
-        handler.addFilter(log_filter)
-    return log_filter

@@ -57,6 +57,7 @@ from app.events import (
     TokenEvent,
     VadEvent,
 )
+from app.redact import redact
 
 if TYPE_CHECKING:
     from opentelemetry.context import Context
@@ -419,14 +420,14 @@ class TurnTracer:
             if done.truncated:
                 attrs["error.type"] = "stream_cut"
             if self.include_text:
-                attrs["gen_ai.output.messages"] = json.dumps(
+                attrs["gen_ai.output.messages"] = redact(json.dumps(
                     [{"role": "assistant", "parts": [{"type": "text", "content": done.text}]}],
-                    ensure_ascii=False)
+                    ensure_ascii=False))
         elif request.verdict is not None and request.verdict.outcome != "hit":
             attrs["copilot.discarded"] = True
         if self.include_text:
-            attrs["gen_ai.input.messages"] = json.dumps(
-                [{"role": "user", "parts": [{"type": "text", "content": request.text}]}], ensure_ascii=False)
+            attrs["gen_ai.input.messages"] = redact(json.dumps(
+                [{"role": "user", "parts": [{"type": "text", "content": request.text}]}], ensure_ascii=False))
         span = self._open(f"chat {model}", request.t, parent, attrs, client=True)
         if ft is not None:
             self._phase_spans(request.t, ft, span)
@@ -548,7 +549,7 @@ def _waterfall_exporter(stream: IO[str] | None) -> SpanExporter:
                         ready.append(self._pending.pop(ctx.trace_id))
             out = self._out or sys.stderr
             for trace_spans in ready:
-                out.write(format_waterfall(trace_spans))
+                out.write(redact(format_waterfall(trace_spans)))
                 out.flush()
             return SpanExportResult.SUCCESS
 

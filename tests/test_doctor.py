@@ -132,8 +132,8 @@ def test_silent_endpoint_does_not_hang() -> None:
         sock.close()
     assert rc == 1
     endpoint = check(report, "endpoint")
-    assert endpoint["status"] == "fail" and endpoint["data"]["error"] == "timeout"
-    assert endpoint["fix"]
+    assert endpoint["status"] == "fail" and endpoint["data"]["error"] == "not_answering"
+    assert "is not answering" in endpoint["detail"] and endpoint["fix"]
     assert elapsed < 8
 
 
@@ -156,6 +156,20 @@ def test_text_output_has_fixes(server: FakeServer) -> None:
     assert rc == 1
     assert "FAIL  endpoint" in text and "fix: set a valid key" in text
     assert "1 failed" in text
+
+
+def test_credentials_in_the_base_url_are_never_printed() -> None:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    url = f"http://alice:pw-SECRET-1@127.0.0.1:{port}/v1?token=tok-SECRET-2"
+    for argv in (["--json"], []):
+        out = io.StringIO()
+        rc = run_doctor([*argv, "--skip", "audio,asr", "--no-local", "--base-url", url,
+                         "--api-key", "relay-key-SECRET-3"], out=out)
+        assert rc == 1
+        assert "SECRET" not in out.getvalue() and "alice" not in out.getvalue()
+        assert f"127.0.0.1:{port}" in out.getvalue()
 
 
 # --- single checks -------------------------------------------------------------------------------

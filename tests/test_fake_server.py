@@ -181,6 +181,73 @@ def test_client_disconnect_is_recorded_as_cancelled() -> None:
         assert not record.finished and record.tokens_sent < 10
 
 
+# --- fault modes on the wire --------------------------------------------------------------
+
+
+CHAT = {"model": "gpt-4o-mini", "stream": True, "messages": [{"role": "user", "content": "q"}]}
+
+
+@pytest.mark.parametrize("how", ["profile", "fault"])
+def test_hang_reads_the_request_and_never_answers(how: str) -> None:
+    profile = Profile(hang=how == "profile")
+    with FakeServer(profile, api_key=KEY) as srv:
+        if how == "fault":
+            srv.faults.append(Fault("hang"))
+        with socket.create_connection(("127.0.0.1", _port(srv))) as sock:
+            _raw_request(sock, CHAT)
+            sock.settimeout(0.3)
+            with pytest.raises(TimeoutError):
+                sock.recv(1)  # accepted, read, silent
+            assert srv.chat_requests()[0].fault == "hang"
+        assert srv.wait_for(lambda s: s.chat_requests()[0].cancelled, 1.0)  # our close is seen
+
+
+def test_status_fault_sends_retry_after(server: FakeServer) -> None:
+    server.faults.append(Fault("status", status=429, retry_after="7"))
+    with socket.create_connection(("127.0.0.1", _port(server))) as sock:
+        _raw_request(sock, CHAT)
+        raw = _read_until(sock, b"}}")
+    head = raw.partition(b"\r\n\r\n")[0]
+    assert head.startswith(b"HTTP/1.1 429") and b"\r\nRetry-After: 7\r\n" in head
+
+
+@pytest.mark.parametrize(
+    ("kind", "bad"),
+    [("garbage", b'data: {"id": "chatcmpl-x", "choices": [{"delta"'), ("binary", b"\x1f\x8b\x08\x00\xff")],
+)
+def test_garbage_and_binary_faults_follow_real_tokens(server: FakeServer, kind: str, bad: bytes) -> None:
+    server.faults.append(Fault(kind, after_tokens=2))  # type: ignore[arg-type]
+    with socket.create_connection(("127.0.0.1", _port(server))) as sock:
+        _raw_request(sock, CHAT)
+        raw = _read_until(sock, b"\r\n0\r\n\r\n")
+    chunks = _dechunk(raw.partition(b"\r\n\r\n")[2])
+    assert len(chunks) == 1 + 2 + 2  # role, two tokens, the bad bytes, [DONE]
+    assert chunks[3].startswith(bad) and chunks[4] == b"data: [DONE]\n\n"
+    with pytest.raises(ValueError):  # JSONDecodeError / UnicodeDecodeError are ValueErrors
+        json.loads(chunks[3].decode("utf-8").removeprefix("data: "))
+
+
+@pytest.mark.parametrize(
+    ("style", "status", "says"),
+    [
+        ("param", 400, '"param": "stream_options"'),
+        ("message", 400, "Unrecognized request argument supplied: stream_options"),
+        ("detail", 422, '"loc": ["body", "stream_options"]'),
+        ("opaque", 400, "Invalid request body"),
+    ],
+)
+def test_rejected_fields_are_reported_in_each_style(style: str, status: int, says: str) -> None:
+    profile = Profile(reject_params=("stream_options",), reject_style=style)  # type: ignore[arg-type]
+    with FakeServer(profile, api_key=KEY) as srv, httpx2.Client(base_url=srv.base_url) as http:
+        headers = {"Authorization": f"Bearer {KEY}"}
+        reply = http.post("/chat/completions", headers=headers,
+                          json={**CHAT, "stream_options": {"include_usage": True}})
+        assert reply.status_code == status and says in reply.text
+        if style == "opaque":
+            assert "stream_options" not in reply.text
+        assert http.post("/chat/completions", headers=headers, json=CHAT).status_code == 200
+
+
 def test_idle_timeout_closes_keepalive_connections() -> None:
     with (
         FakeServer(Profile(idle_timeout=0.2), api_key=KEY) as srv,

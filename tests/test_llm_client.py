@@ -14,8 +14,9 @@ import httpx2
 import pytest
 
 from app.llm.client import Delta, Done, LlmClient, StreamItem, estimate_usage
-from app.llm.errors import LlmError, redact
+from app.llm.errors import LlmError
 from app.llm.fake_server import FakeServer, Fault, Profile, answer_tokens
+from app.redact import redact
 
 KEY = "test-key"
 MODEL = "gpt-4o-mini"

@@ -14,9 +14,13 @@ times, on the one event loop it lives on:
 * Idle connections are refreshed every ``rewarm_idle_s`` seconds, before httpx2's
   ``keepalive_expiry`` would drop them and before typical server idle time-outs.
 
-Requests that fail before their first token are re-sent once, silently; once text is on
-screen a failure is reported as ``stream_cut`` with the text kept, never re-sent (the
-user would see the answer restart) and never left hanging (read time-out).
+Before the first token a request gets at most one more chance, silently: a re-send after
+a failure a second try can cure (5xx, reset, a 429 after its ``Retry-After``), or — when
+no token came within ``first_token_timeout`` — a hedged request on a fresh connection,
+raced against the stalled one.  Past that the caller gets one clear :class:`LlmError`
+("the endpoint at HOST is not answering …").  Once text is on screen a failure is
+reported with the text kept (``partial``), never re-sent (the user would see the answer
+restart) and never left hanging (``stall_timeout`` between chunks).
 """
 
 from __future__ import annotations
@@ -24,7 +28,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
-import errno
 import logging
 import time
 from collections.abc import AsyncGenerator, Callable, Iterable, Mapping, Sequence
@@ -36,10 +39,26 @@ import openai
 from openai.types.chat import ChatCompletionChunk
 
 from app.events import Usage
-from app.llm.errors import LlmError, display_url, redact
+from app.llm.errors import LlmError
+from app.llm.replies import (
+    about_fields,
+    asked_wait,
+    chunk_choices,
+    describe,
+    not_a_stream,
+    refused,
+    rejected_param,
+    seconds_text,
+    server_message,
+)
+from app.redact import display_host, display_url, register_secret, register_url
+from app.secrets import key_hint
 
 log = logging.getLogger(__name__)
 
+_RATE_LIMIT_BACKOFF_S = 1.0
+"""Wait before re-sending a 429 that gives no hint: OpenAI's per-second windows reset
+within about a second, and a longer wait costs the answer its usefulness."""
 Message = Mapping[str, Any]
 
 
@@ -95,8 +114,8 @@ StreamItem = Delta | Done
 class _Recorder:
     """Timing of one ``stream_chat`` call, fed by httpcore2's ``trace`` extension."""
 
-    def __init__(self) -> None:
-        self.start = time.perf_counter()
+    def __init__(self, start: float | None = None) -> None:
+        self.start = time.perf_counter() if start is None else start
         self.attempts = 0
         self.entered = True
         self.on_entered: Callable[[], None] | None = None
@@ -207,6 +226,49 @@ class _Gate:
 class _Truncated(Exception):
     """The SSE stream ended without a finish_reason (server or proxy cut it)."""
 
+    def __init__(self, content_type: str = "", events: int = 1) -> None:
+        super().__init__("the stream ended without a finish_reason")
+        self.content_type = content_type
+        self.not_sse = events == 0 and bool(content_type) and "event-stream" not in content_type
+        """Nothing parsed from a body that does not even claim to be SSE (an HTML page)."""
+
+
+class _Opened:
+    """One request that reached its first token (or its end), with what it read so far."""
+
+    def __init__(
+        self,
+        stream: openai.AsyncStream[ChatCompletionChunk],
+        rec: _Recorder,
+        sdk: openai.AsyncOpenAI,
+    ) -> None:
+        self.stream = stream
+        self.rec = rec
+        self.sdk = sdk
+        self.buffered: list[ChatCompletionChunk] = []
+        self.ended = False
+        self.attempts = 1
+
+    @property
+    def content_type(self) -> str:
+        return str(self.stream.response.headers.get("content-type", ""))
+
+    async def next(self) -> ChatCompletionChunk | None:
+        """The next chunk, buffered ones first; None at the end of the stream."""
+        if self.buffered:
+            return self.buffered.pop(0)
+        if self.ended:
+            return None
+        try:
+            return await self.stream.__anext__()
+        except StopAsyncIteration:
+            self.ended = True
+            return None
+
+    async def close(self) -> None:
+        with contextlib.suppress(Exception):
+            await self.stream.close()
+
 
 class LlmClient:
     """A warm OpenAI-compatible client bound to the event loop it first runs on.
@@ -236,15 +298,27 @@ class LlmClient:
         rewarm_idle_s: float | None = 45.0,
         spare_connections: int = 1,
         cancel_grace_s: float = 0.05,
+        first_token_timeout: float = 4.0,
+        stall_timeout: float = 8.0,
+        rate_limit_max_wait: float = 5.0,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.base_url = base_url.rstrip("/")
         self.model = model
         self._api_key = api_key
+        # Every output of the app is redacted: the key and the URL's credentials included.
+        register_secret(api_key)
+        register_url(self.base_url)
         self._where = display_url(self.base_url)
+        self.host = display_host(self.base_url)
+        """``host[:port]`` of the endpoint, for messages ("the endpoint at HOST …")."""
         self._connect_timeout = connect_timeout
         self._timeout = timeout
+        self._first_token_timeout = first_token_timeout
+        self._stall_timeout = stall_timeout
+        self._rate_limit_max_wait = rate_limit_max_wait
         self._http2 = http2
+        self._keepalive_expiry = keepalive_expiry
         self._clock = clock
         self._cancel_grace = cancel_grace_s
         # Idle refresh must beat our own pool expiry; HTTP/2 multiplexes, so one is enough.
@@ -252,25 +326,7 @@ class LlmClient:
         self._rewarm_idle = (
             None if not rewarm_idle_s else min(rewarm_idle_s, keepalive_expiry * 0.8)
         )
-        self._http = httpx2.AsyncClient(
-            http1=True,
-            http2=http2,
-            limits=httpx2.Limits(
-                max_keepalive_connections=20,
-                max_connections=50,
-                keepalive_expiry=keepalive_expiry,
-            ),
-            timeout=httpx2.Timeout(timeout, connect=connect_timeout),
-            event_hooks={"request": [_inject_trace]},
-        )
-        self._sdk = openai.AsyncOpenAI(
-            base_url=self.base_url,
-            # llama.cpp and most local servers accept anything; the SDK insists on a value.
-            api_key=api_key or "no-key",
-            max_retries=0,
-            timeout=httpx2.Timeout(timeout, connect=connect_timeout),
-            http_client=self._http,
-        )
+        self._sdk = self._make_sdk(max_connections=50)
         self._loop: asyncio.AbstractEventLoop | None = None
         self._closed = False
         self._models: list[str] | None = None
@@ -288,22 +344,50 @@ class LlmClient:
         self.warm_count = 0
         """Completed warm-ups (start, after cancels/failures, idle refreshes): for tests."""
         self.last_warm_error: LlmError | None = None
+        """Why the last warm-up failed (None after a good one): a status to show, not raise."""
+        self._hedge_sdks: set[openai.AsyncOpenAI] = set()
+
+    def _make_sdk(self, *, max_connections: int) -> openai.AsyncOpenAI:
+        http = httpx2.AsyncClient(
+            http1=True,
+            http2=self._http2,
+            limits=httpx2.Limits(
+                max_keepalive_connections=min(20, max_connections),
+                max_connections=max_connections,
+                keepalive_expiry=self._keepalive_expiry,
+            ),
+            timeout=httpx2.Timeout(self._timeout, connect=self._connect_timeout),
+            event_hooks={"request": [_inject_trace]},
+        )
+        return openai.AsyncOpenAI(
+            base_url=self.base_url,
+            # llama.cpp and most local servers accept anything; the SDK insists on a value.
+            api_key=self._api_key or "no-key",
+            max_retries=0,
+            timeout=httpx2.Timeout(self._timeout, connect=self._connect_timeout),
+            http_client=http,
+        )
 
     # --- lifecycle -----------------------------------------------------------------
 
     async def start(self) -> None:
         """Open ``1 + spare_connections`` connections and check key and endpoint.
 
-        Raises :class:`LlmError` (auth, not_found, network, timeout…) so the UI can say
-        what to fix before the interview starts rather than on the first question.
+        Returns within ``connect_timeout`` seconds whatever the endpoint does (one that
+        accepts connections and never answers included).  Raises :class:`LlmError`
+        (auth, not_found, network, timeout, not_answering…) so the caller can show what to
+        fix as a status before the first question; the client stays usable either way
+        (the idle re-warm keeps trying, and a request opens its own connection).
         """
         self._bind_loop()
-        await self._prime_sdk()
-        await self._warm(validate=True)
-        if self._rewarm_idle is not None and self._keeper is None:
-            self._keeper = asyncio.get_running_loop().create_task(
-                self._keep_warm(), name="llm-keep-warm"
-            )
+        try:
+            await self._prime_sdk()
+            await self._warm(validate=True)
+        finally:
+            if self._rewarm_idle is not None and self._keeper is None and not self._closed:
+                self._keeper = asyncio.get_running_loop().create_task(
+                    self._keep_warm(), name="llm-keep-warm"
+                )
 
     async def _prime_sdk(self) -> None:
         """Pay the SDK's first-call costs now: ``client.chat`` is imported lazily and its
@@ -361,6 +445,9 @@ class LlmClient:
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
+        for sdk in list(self._hedge_sdks):
+            await sdk.close()
+        self._hedge_sdks.clear()
         await self._sdk.close()
 
     async def list_models(self) -> list[str]:
@@ -388,9 +475,26 @@ class LlmClient:
         missing ones are opened) even when one finishes before the next is sent.
         """
         gate = _Gate(self._target)
-        results = await asyncio.gather(
-            *(self._warm_one(gate) for _ in range(self._target)), return_exceptions=True
-        )
+        try:
+            # The whole warm-up, not each step, is bounded: an endpoint that accepts the
+            # connection and never answers must not hold start() for the read time-out.
+            async with asyncio.timeout(self._connect_timeout):
+                results = await asyncio.gather(
+                    *(self._warm_one(gate) for _ in range(self._target)),
+                    return_exceptions=True,
+                )
+        except TimeoutError:
+            self._last_warm = time.monotonic()
+            err = LlmError(
+                "not_answering",
+                f"The endpoint at {self.host} is not answering (no reply to the connection "
+                f"check within {self._connect_timeout:g} s) — answers may fail; check the "
+                "service status and the base URL in Settings.",
+                host=self.host,
+                secrets=(self._api_key,),
+            )
+            self.last_warm_error = err
+            raise err from None
         self._last_warm = time.monotonic()
         for result in results:
             if isinstance(result, BaseException):
@@ -404,14 +508,14 @@ class LlmClient:
         self.warm_count += 1
 
     async def _warm_one(self, gate: _Gate) -> list[str]:
-        timeout = httpx2.Timeout(self._timeout, connect=self._connect_timeout)
+        timeout = httpx2.Timeout(self._connect_timeout)
         arrived = False
         try:
             async with self._sdk.models.with_streaming_response.list(timeout=timeout) as resp:
                 gate.arrive()
                 arrived = True
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(gate.wait(), self._timeout)
+                    await asyncio.wait_for(gate.wait(), self._connect_timeout)
                 page = await resp.parse()
                 return [m.id for m in page.data]
         finally:
@@ -471,66 +575,74 @@ class LlmClient:
         temperature: float,
         prompt_cache_key: str | None = None,
         extra: Mapping[str, Any] | None = None,
+        extra_requests: int = 1,
     ) -> AsyncGenerator[StreamItem, None]:
         """Stream one answer: ``Delta`` per fragment, then one ``Done``.
 
+        Before the first token, at most ``extra_requests`` (0 or 1) more request is sent:
+        a re-send after a failure that a second try can cure (5xx, reset, 429 after its
+        ``Retry-After``), or a hedge on a fresh connection when no token came within
+        ``first_token_timeout``; whichever streams first wins and the other is closed.
+        After the first token nothing is re-sent (the user would see the answer restart):
+        a failure, or no data for ``stall_timeout``, raises with what arrived kept.
+
         Close the generator (``aclose()``, ``contextlib.aclosing``) or cancel the task
         iterating it to abandon the answer: the HTTP response is closed at once so the
-        server stops generating.  Raises :class:`LlmError`; after the first ``Delta`` only
-        with kind ``stream_cut`` or ``timeout``, never by re-sending.
+        server stops generating.  Raises :class:`LlmError` only; ``partial`` on it says
+        whether Deltas were yielded before the failure.
         """
         self._bind_loop()
         rec = _Recorder()
         parts: list[str] = []
         complete = False
+        opened: _Opened | None = None
         self._streams += 1
         try:
-            for attempt in range(2):
-                finish: str | None = None
-                usage: Usage | None = None
-                stream: openai.AsyncStream[ChatCompletionChunk] | None = None
-                try:
-                    stream = await self._open(
-                        rec, messages, max_tokens, temperature, prompt_cache_key, extra
-                    )
-                    async for chunk in stream:
-                        if rec.first_event is None:
-                            rec.first_event = time.perf_counter()
-                        if chunk.usage is not None:
-                            usage = _usage(chunk.usage)
-                        for choice in chunk.choices:
-                            text = choice.delta.content if choice.delta is not None else None
-                            if text:
-                                timing = None
-                                if rec.first_token is None:
-                                    rec.first_token = time.perf_counter()
-                                    timing = rec.snapshot()
-                                parts.append(text)
-                                yield Delta(text, self._clock(), timing)
-                            if choice.finish_reason:
-                                finish = choice.finish_reason
-                    if finish is None:
-                        raise _Truncated
-                except Exception as exc:
-                    if rec.first_token is not None:
-                        raise self._cut_error(exc, "".join(parts)) from exc
-                    if attempt == 0 and self._reissue_ok(exc):
-                        log.info("re-sending after failure before first token: %r", exc)
-                        continue
-                    raise self._map_error(exc) from exc
-                finally:
-                    if stream is not None:
-                        await stream.close()
-                complete = True
-                yield Done(usage, finish, rec.snapshot(time.perf_counter()), "".join(parts))
-                return
+            opened = await self._first_token(
+                rec, messages, max_tokens, temperature, prompt_cache_key, extra,
+                min(1, max(0, extra_requests)),
+            )
+            winner = opened.rec
+            finish: str | None = None
+            usage: Usage | None = None
+            try:
+                while True:
+                    async with asyncio.timeout(self._stall_timeout):
+                        chunk = await opened.next()
+                    if chunk is None:
+                        break
+                    if chunk.usage is not None:
+                        usage = _usage(chunk.usage)
+                    for choice in chunk_choices(chunk):
+                        text = choice.delta.content if choice.delta is not None else None
+                        if text:
+                            timing = None
+                            if not parts:
+                                timing = winner.snapshot()
+                            parts.append(text)
+                            yield Delta(text, self._clock(), timing)
+                        if choice.finish_reason:
+                            finish = choice.finish_reason
+                if finish is None:
+                    raise _Truncated
+            except Exception as exc:
+                if parts:
+                    raise self._cut_error(exc, "".join(parts), opened.attempts) from exc
+                raise self._map_error(exc, attempts=opened.attempts) from exc
+            complete = True
+            yield Done(usage, finish, winner.snapshot(time.perf_counter()), "".join(parts))
         finally:
             self._streams -= 1
-            if not complete or rec.attempts > 1:
-                # Cancelled, cut or re-sent: on HTTP/1.1 a connection was closed.
+            if opened is not None:
+                await opened.close()
+                if opened.sdk is not self._sdk:
+                    self._hedge_sdks.discard(opened.sdk)
+                    await opened.sdk.close()
+            if not complete or (opened is not None and opened.attempts > 1):
+                # Cancelled, cut, re-sent or hedged: on HTTP/1.1 a connection was closed.
                 self._schedule_warm(grace=self._cancel_grace)
 
-    async def _open(
+    async def _first_token(
         self,
         rec: _Recorder,
         messages: Sequence[Message],
@@ -538,11 +650,156 @@ class LlmClient:
         temperature: float,
         prompt_cache_key: str | None,
         extra: Mapping[str, Any] | None,
+        spare: int,
+    ) -> _Opened:
+        """Race for the first token: the request, plus at most ``spare`` re-send or hedge.
+
+        Each attempt runs as its own task up to its first token (or its end), so a
+        stalled one can be raced by a hedge without being cancelled first: a slow-but-
+        alive server still wins if it answers before the fresh connection does.
+        """
+        racers: dict[asyncio.Task[_Opened], openai.AsyncOpenAI] = {}
+        sent = 0
+        deadline = 0.0
+        last_exc: BaseException | None = None
+        stalled = False
+
+        def launch(hedge: bool) -> None:
+            nonlocal sent, deadline
+            sent += 1
+            attempt_rec = rec if sent == 1 else _Recorder(start=rec.start)
+            sdk = self._sdk
+            if hedge:  # a fresh connection: the stalled one may be the problem (or a bad relay node)
+                sdk = self._make_sdk(max_connections=1)
+                self._hedge_sdks.add(sdk)
+            task = asyncio.get_running_loop().create_task(
+                self._attempt(attempt_rec, sdk, messages, max_tokens, temperature,
+                              prompt_cache_key, extra),
+                name="llm-hedge" if hedge else "llm-request",
+            )
+            racers[task] = sdk
+            # Every racer gets the newest deadline: a stalled request that wakes up while
+            # its hedge is under way still wins.
+            deadline = time.monotonic() + self._first_token_timeout
+
+        launch(hedge=False)
+        try:
+            while True:
+                pending = [t for t in racers if not t.done()]
+                if not pending:
+                    break
+                done, _ = await asyncio.wait(
+                    pending, timeout=max(0.0, deadline - time.monotonic()),
+                    return_when=asyncio.FIRST_COMPLETED,
+                )
+                if not done:  # no first token from anyone in time
+                    stalled = True
+                    if sent <= spare:
+                        log.info("no first token after %.1f s: hedging on a fresh connection",
+                                 self._first_token_timeout)
+                        launch(hedge=True)
+                        continue
+                    break
+                for task in done:
+                    exc = task.exception()
+                    if exc is None:
+                        opened = task.result()
+                        opened.attempts = sent
+                        opened.rec.attempts = sent
+                        del racers[task]
+                        return opened
+                    last_exc = exc
+                    if not self._reissue_ok(exc):
+                        raise self._map_error(exc, attempts=sent) from exc
+                    if any(not t.done() for t in racers):
+                        continue  # the other racer may still answer
+                    if sent > spare:
+                        raise self._map_error(exc, attempts=sent) from exc
+                    wait, asked = self._resend_delay(exc)
+                    if wait is None:
+                        raise self._map_error(exc, attempts=sent, retry_after=asked) from exc
+                    log.info("re-sending after %.2f s after failure before first token: %r", wait, exc)
+                    if wait > 0:
+                        await asyncio.sleep(wait)
+                    launch(hedge=False)
+            if stalled or last_exc is None:
+                raise self._not_answering(rec, sent)
+            raise self._map_error(last_exc, attempts=sent) from last_exc
+        finally:
+            await self._cancel_racers(racers)
+
+    async def _cancel_racers(self, racers: Mapping[asyncio.Task[_Opened], openai.AsyncOpenAI]) -> None:
+        """Stop the losers: cancel the pending, close what the finished ones opened."""
+        for task in racers:
+            task.cancel()
+        for task, sdk in racers.items():
+            with contextlib.suppress(Exception, asyncio.CancelledError):
+                opened = await task
+                await opened.close()
+            if sdk is not self._sdk:
+                self._hedge_sdks.discard(sdk)
+                with contextlib.suppress(Exception):
+                    await sdk.close()
+
+    async def _attempt(
+        self,
+        rec: _Recorder,
+        sdk: openai.AsyncOpenAI,
+        messages: Sequence[Message],
+        max_tokens: int,
+        temperature: float,
+        prompt_cache_key: str | None,
+        extra: Mapping[str, Any] | None,
+    ) -> _Opened:
+        """One request, read up to its first content token, its finish, or its end."""
+        stream = await self._open(rec, sdk, messages, max_tokens, temperature, prompt_cache_key, extra)
+        opened = _Opened(stream, rec, sdk)
+        try:
+            while True:
+                try:
+                    chunk = await stream.__anext__()
+                except StopAsyncIteration:
+                    break
+                if rec.first_event is None:
+                    rec.first_event = time.perf_counter()
+                opened.buffered.append(chunk)
+                choices = chunk_choices(chunk)
+                if any(c.delta is not None and c.delta.content for c in choices):
+                    rec.first_token = time.perf_counter()
+                    return opened
+                if any(c.finish_reason for c in choices):
+                    return opened  # an empty answer is an answer
+            opened.ended = True
+            if not any(c.finish_reason for ch in opened.buffered for c in chunk_choices(ch)):
+                raise _Truncated(opened.content_type, len(opened.buffered))
+            return opened
+        except BaseException:
+            await opened.close()
+            raise
+
+    async def _open(
+        self,
+        rec: _Recorder,
+        sdk: openai.AsyncOpenAI,
+        messages: Sequence[Message],
+        max_tokens: int,
+        temperature: float,
+        prompt_cache_key: str | None,
+        extra: Mapping[str, Any] | None,
     ) -> openai.AsyncStream[ChatCompletionChunk]:
-        """Send the request, dropping parameters the server rejects (remembered)."""
+        """Send the request, dropping optional fields the server rejects (remembered).
+
+        Relays that validate strictly answer an unknown field (``stream_options``,
+        ``prompt_cache_key``) with 400/422.  When the error names the field, it is dropped;
+        when it names nothing, the request is sent once more without any optional field.
+        Either way the answer still comes, and the client stops sending what failed.
+        """
+        stripped = False
         while True:
             body: dict[str, Any] = dict(extra or {})
-            if prompt_cache_key is not None and self._use_cache_key:
+            use_cache_key = self._use_cache_key and not stripped
+            use_stream_options = self._use_stream_options and not stripped
+            if prompt_cache_key is not None and use_cache_key:
                 body["prompt_cache_key"] = prompt_cache_key
             kwargs: dict[str, Any] = {
                 "model": self.model,
@@ -554,28 +811,36 @@ class LlmClient:
                 kwargs["max_tokens"] = max_tokens
             else:
                 body["max_completion_tokens"] = max_tokens
-            if self._use_stream_options:
+            if use_stream_options:
                 kwargs["stream_options"] = {"include_usage": True}
             if body:
                 kwargs["extra_body"] = body
+            optional = use_stream_options or "prompt_cache_key" in body
 
             self._acquiring += 1
             rec.new_attempt(self._entered)
             token = _CURRENT.set(rec)
             try:
-                created = await self._sdk.chat.completions.create(**kwargs)
+                created = await sdk.chat.completions.create(**kwargs)
+                if stripped:
+                    log.info("server rejected an unnamed field; optional fields are off from now on")
+                    self._use_stream_options = False
+                    self._use_cache_key = False
                 return cast(openai.AsyncStream[ChatCompletionChunk], created)
             except (openai.BadRequestError, openai.UnprocessableEntityError) as exc:
-                rejected = _rejected_param(exc, ("stream_options", "prompt_cache_key", "max_tokens"))
-                if rejected == "stream_options" and self._use_stream_options:
+                rejected = rejected_param(exc, ("stream_options", "prompt_cache_key", "max_tokens"))
+                if rejected == "stream_options" and use_stream_options:
                     self._use_stream_options = False
                 elif rejected == "prompt_cache_key" and "prompt_cache_key" in body:
                     self._use_cache_key = False
                 elif rejected == "max_tokens" and self._max_tokens_field == "max_tokens":
                     self._max_tokens_field = "max_completion_tokens"
+                elif rejected is None and optional and not stripped and about_fields(exc):
+                    stripped = True
+                    rejected = "an unnamed field"
                 else:
                     raise
-                log.info("server rejected %s; sending without it from now on", rejected)
+                log.info("server rejected %s; sending without it", rejected)
                 rec.attempts -= 1
             finally:
                 _CURRENT.reset(token)
@@ -593,7 +858,7 @@ class LlmClient:
     def _reissue_ok(exc: BaseException) -> bool:
         """Failures before the first token that a second attempt can cure."""
         if isinstance(exc, _Truncated):
-            return True
+            return not exc.not_sse
         if isinstance(exc, openai.APITimeoutError):
             return isinstance(exc.__cause__, httpx2.ConnectTimeout | httpx2.PoolTimeout)
         if isinstance(exc, openai.APIConnectionError):
@@ -604,38 +869,92 @@ class LlmClient:
             exc, httpx2.ReadTimeout | httpx2.WriteTimeout
         )
 
-    def _cut_error(self, exc: BaseException, text: str) -> LlmError:
-        if isinstance(exc, openai.APITimeoutError | httpx2.TimeoutException):
+    def _resend_delay(self, exc: BaseException) -> tuple[float | None, float | None]:
+        """(seconds to wait before the one re-send or None = don't, what the server asked).
+
+        429 and 503 follow ``Retry-After`` (or OpenAI's "try again in 20ms") when it is
+        at most ``rate_limit_max_wait``: past that the answer would come too late to say,
+        and the caller gets the wait on ``LlmError.retry_after`` instead.  A 429 without
+        a hint backs off ``_RATE_LIMIT_BACKOFF_S``; other failures re-send at once.
+        """
+        if not isinstance(exc, openai.APIStatusError) or exc.status_code not in (429, 503):
+            return 0.0, None
+        asked = asked_wait(exc)
+        if asked is None:
+            return (_RATE_LIMIT_BACKOFF_S if exc.status_code == 429 else 0.0), None
+        if asked > self._rate_limit_max_wait:
+            return None, asked
+        return asked, asked
+
+    def _not_answering(self, rec: _Recorder, sent: int) -> LlmError:
+        waited = time.perf_counter() - rec.start
+        again = (
+            "a second request on a fresh connection got nothing either; " if sent > 1 else ""
+        )
+        return LlmError(
+            "not_answering",
+            f"The endpoint at {self.host} is not answering (no first token after "
+            f"{seconds_text(waited)} s) — {again}check the service status and the base URL in "
+            "Settings (for slow models raise llm.first_token_timeout_s).",
+            attempts=sent,
+            host=self.host,
+            secrets=(self._api_key,),
+        )
+
+    def _cut_error(self, exc: BaseException, text: str, attempts: int) -> LlmError:
+        common: dict[str, Any] = {
+            "retryable": True,
+            "partial": True,
+            "attempts": attempts,
+            "host": self.host,
+            "secrets": (self._api_key,),
+        }
+        if isinstance(exc, TimeoutError | openai.APITimeoutError | httpx2.TimeoutException):
+            stalled = self._stall_timeout if isinstance(exc, TimeoutError) else self._timeout
             return LlmError(
                 "timeout",
-                f"The answer stalled: no data from {self._where} for {self._timeout:g} s after "
+                f"The answer stalled: no data from {self._where} for {stalled:g} s after "
                 f"{len(text)} characters. What arrived is kept; ask again to regenerate.",
-                retryable=True,
-                secrets=(self._api_key,),
+                **common,
             )
-        why = "the stream ended early" if isinstance(exc, _Truncated) else _describe(exc)
+        if isinstance(exc, _Truncated):
+            why = "the stream ended early"
+        elif (shown := not_a_stream(exc)) is not None:
+            why = (
+                f"the endpoint at {self.host} sent something that is not an "
+                f"OpenAI-compatible stream (first bytes: {shown})"
+            )
+        else:
+            why = describe(exc)
         return LlmError(
             "stream_cut",
             f"The answer was cut off after {len(text)} characters: {why} ({self._where}). "
             "What arrived is kept; ask again to regenerate.",
-            retryable=True,
-            secrets=(self._api_key,),
+            **common,
         )
 
-    def _map_error(self, exc: BaseException) -> LlmError:
+    def _map_error(
+        self, exc: BaseException, *, attempts: int = 1, retry_after: float | None = None
+    ) -> LlmError:
         if isinstance(exc, LlmError):
             return exc
-        where, secrets = self._where, (self._api_key,)
+        where = self._where
+        common: dict[str, Any] = {
+            "attempts": attempts,
+            "host": self.host,
+            "secrets": (self._api_key,),
+        }
         if isinstance(exc, openai.APIStatusError):
             status = exc.status_code
-            detail = _server_message(exc)
+            detail = server_message(exc)
             if status in (401, 403):
+                what = "rejected" if status == 401 else "refused (no access)"
                 return LlmError(
                     "auth",
-                    f"The API key was rejected ({status}) by {where} — set a valid key in "
-                    f"Settings or OPENAI_API_KEY. Server said: {detail}",
+                    f"The API key was {what} ({status}) by {where} — "
+                    f"{key_hint(self.base_url)}. Server said: {detail}",
                     status=status,
-                    secrets=secrets,
+                    **common,
                 )
             if status == 404:
                 if exc.code == "model_not_found" or "model" in detail.lower():
@@ -648,14 +967,17 @@ class LlmClient:
                         f"{where} has no OpenAI-compatible API here (404) — check the base URL "
                         f"in Settings (it usually ends in /v1). Server said: {detail}"
                     )
-                return LlmError("not_found", msg, status=status, secrets=secrets)
+                return LlmError("not_found", msg, status=status, **common)
+            wait = retry_after if retry_after is not None else asked_wait(exc)
+            when = f"it asks to wait {seconds_text(wait)} s" if wait is not None else "wait a moment"
             if status == 429:
                 return LlmError(
                     "rate_limit",
-                    f"{where} is rate-limiting requests (429) — wait a moment, or check the "
-                    f"plan and quota of this key. Server said: {detail}",
+                    f"{where} is rate-limiting requests (429) — {when}, or check the plan "
+                    f"and quota of this key. Server said: {detail}",
                     status=status,
-                    secrets=secrets,
+                    retry_after=wait,
+                    **common,
                 )
             if status >= 500:
                 return LlmError(
@@ -663,14 +985,27 @@ class LlmClient:
                     f"The server at {where} failed ({status}) — try again; if it persists the "
                     f"provider has an outage. Server said: {detail}",
                     status=status,
-                    secrets=secrets,
+                    retry_after=wait,
+                    **common,
                 )
             return LlmError(
                 "bad_request",
                 f"{where} refused the request ({status}) — check the model and settings. "
                 f"Server said: {detail}",
                 status=status,
-                secrets=secrets,
+                **common,
+            )
+        shown = not_a_stream(exc)
+        if shown is None and isinstance(exc, _Truncated) and exc.not_sse:
+            shown = f"none; content type {exc.content_type or 'missing'}"
+        if shown is not None:
+            return LlmError(
+                "bad_stream",
+                f"The endpoint at {self.host} sent something that is not an OpenAI-compatible "
+                f"stream (first bytes: {shown}) — check the base URL in Settings (it usually "
+                "ends in /v1) and any proxy in between.",
+                retryable=False,
+                **common,
             )
         if isinstance(exc, openai.APITimeoutError | httpx2.TimeoutException):
             cause = exc.__cause__ if isinstance(exc, openai.APITimeoutError) else exc
@@ -684,25 +1019,23 @@ class LlmClient:
                     f"No answer from {where} for {self._timeout:g} s — the server or the "
                     "network stalled; try again."
                 )
-            return LlmError("timeout", msg, secrets=secrets)
+            return LlmError("timeout", msg, **common)
         if isinstance(exc, _Truncated):
             return LlmError(
                 "network",
                 f"The stream from {where} ended before any text arrived — try again.",
-                secrets=secrets,
+                **common,
             )
         if isinstance(exc, openai.APIConnectionError | httpx2.TransportError):
-            if _refused(exc):
+            if refused(exc):
                 msg = (
                     f"Could not connect to {where}: connection refused — is the server "
                     "running? Check the base URL in Settings."
                 )
             else:
-                msg = f"The connection to {where} failed: {_describe(exc)} — check the network."
-            return LlmError("network", msg, secrets=secrets)
-        return LlmError(
-            "bad_request", f"Request to {where} failed: {_describe(exc)}", secrets=secrets
-        )
+                msg = f"The connection to {where} failed: {describe(exc)} — check the network."
+            return LlmError("network", msg, **common)
+        return LlmError("bad_request", f"Request to {where} failed: {describe(exc)}", **common)
 
 
 # --- helpers ---------------------------------------------------------------------------
@@ -726,48 +1059,3 @@ def estimate_usage(messages: Iterable[Message], answer: str) -> Usage:
         completion_tokens=max(1, len(answer) // 4) if answer else 0,
         estimated=True,
     )
-
-
-def _server_message(exc: openai.APIStatusError) -> str:
-    body = exc.body
-    if isinstance(body, dict):
-        inner = body.get("error", body)
-        if isinstance(inner, dict) and isinstance(inner.get("message"), str):
-            return str(inner["message"])[:300]
-        if isinstance(body.get("message"), str):
-            return str(body["message"])[:300]
-    return (exc.message or exc.__class__.__name__)[:300]
-
-
-def _rejected_param(exc: openai.APIStatusError, candidates: Sequence[str]) -> str | None:
-    if exc.param in candidates:
-        return exc.param
-    text = _server_message(exc)
-    return next((c for c in candidates if c in text), None)
-
-
-def _describe(exc: BaseException) -> str:
-    """The innermost useful cause, e.g. "ConnectionResetError: [Errno 104] …"."""
-    seen: list[BaseException] = []
-    cur: BaseException | None = exc
-    while cur is not None and cur not in seen:
-        seen.append(cur)
-        cur = cur.__cause__ or cur.__context__
-    for item in reversed(seen):
-        text = str(item)
-        if text and not isinstance(item, openai.APIConnectionError):
-            return redact(f"{type(item).__name__}: {text}")[:200]
-    return type(exc).__name__
-
-
-def _refused(exc: BaseException) -> bool:
-    cur: BaseException | None = exc
-    for _ in range(8):
-        if cur is None:
-            return False
-        if isinstance(cur, ConnectionRefusedError) or getattr(cur, "errno", None) == errno.ECONNREFUSED:
-            return True
-        if "refused" in str(cur).lower():
-            return True
-        cur = cur.__cause__ or cur.__context__
-    return False

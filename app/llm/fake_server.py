@@ -4,8 +4,10 @@ The client's latency tricks (pre-warming, connection reuse, cancelling, re-issui
 all about what happens on the wire, so they can only be tested against a real socket
 that behaves like a provider: keep-alive, chunked SSE with ``data: [DONE]`` in its own
 write, per-connection set-up cost, provider-style prompt caching, and the ways real
-streams break (resets, truncation, stalls, error statuses).  Mocked transports would hide
-exactly the bugs this layer exists to avoid.
+streams break (resets, truncation, stalls, error statuses with ``Retry-After``, relays that
+accept a connection and never answer, lines that are not JSON, binary bytes, strict relays
+that reject unknown request fields).  Mocked transports would hide exactly the bugs this
+layer exists to avoid.
 
 The server runs its own event loop in a daemon thread, so a test's loop (the client's)
 and the server never share a scheduler: a blocked client cannot make the server look
@@ -41,6 +43,9 @@ FaultKind = Literal[
     "end_early",  # end the HTTP body cleanly after ``after_tokens`` tokens, without finish/[DONE]
     "stall",  # stop sending after ``after_tokens`` tokens and keep the socket open
     "head_close",  # answer the next HEAD with ``Connection: close`` and close the socket
+    "hang",  # read the request, never answer, keep the socket open (a relay that hangs)
+    "garbage",  # after ``after_tokens`` tokens, a ``data:`` line that is not JSON
+    "binary",  # after ``after_tokens`` tokens, raw binary bytes (not UTF-8, not SSE)
 ]
 Endpoint = Literal["chat", "models", "head"]
 
@@ -65,6 +70,12 @@ class Profile:
     """Close keep-alive connections idle this long (like nginx/uvicorn); None = never."""
     reject_params: tuple[str, ...] = ()
     """Request-body keys answered with 400 (servers that don't know stream_options…)."""
+    reject_style: Literal["param", "message", "detail", "opaque"] = "param"
+    """How a rejected key is reported: OpenAI's 400 with ``param`` set; a 400 naming it
+    only in the message (most relays); a 422 FastAPI/pydantic ``detail`` list; a 400 that
+    does not say which key ("Invalid request body")."""
+    hang: bool = False
+    """Accept every connection, read every request, never answer: a hung relay."""
 
 
 PROFILES: dict[str, Profile] = {
@@ -101,6 +112,10 @@ class Fault:
     times: int = 1
     endpoint: Endpoint = "chat"
     message: str | None = None
+    retry_after: str | None = None
+    """``Retry-After`` header of a ``status`` fault: seconds ("2") or an HTTP date."""
+    payload: bytes | None = None
+    """What a ``garbage``/``binary`` fault sends (default: a built-in sample)."""
 
     def __post_init__(self) -> None:
         if self.kind == "head_close":
@@ -467,6 +482,8 @@ class FakeServer:
         if conn.requests == 1 and self.profile.connect_delay > 0:
             await asyncio.sleep(self.profile.connect_delay)
         keep_alive = headers.get("connection", "").lower() != "close"
+        if self.profile.hang:
+            return await self._hang(conn, record)
 
         if method == "HEAD":
             fault = self._take_fault("head", "")
@@ -490,6 +507,8 @@ class FakeServer:
 
         if method == "GET" and path.rstrip("/").endswith("/models"):
             fault = self._take_fault("models", "")
+            if fault is not None and fault.kind == "hang":
+                return await self._hang(conn, record)
             if fault is not None and fault.kind == "status":
                 record.fault = fault.kind
                 await self._status_fault(conn, record, fault, keep_alive)
@@ -510,6 +529,15 @@ class FakeServer:
         body = _error_body(f"Unknown path {method} {path}", "invalid_request_error", None)
         await self._respond(conn, record, 404, body, keep_alive=keep_alive)
         return keep_alive
+
+    async def _hang(self, conn: _Conn, record: RequestRecord) -> bool:
+        """Say nothing until the client gives up (its EOF ends the wait)."""
+        record.fault = "hang"
+        while await conn.fill():
+            pass
+        record.cancelled = True
+        record.ended = time.monotonic()
+        return False
 
     def _authorized(self, auth: str) -> bool:
         if self.api_key is None:
@@ -539,10 +567,13 @@ class FakeServer:
         keep_alive: bool,
         head_only: bool = False,
         content_type: str = "application/json",
+        extra_headers: dict[str, str] | None = None,
     ) -> None:
         reason = _REASONS.get(status, "OK")
+        extra = "".join(f"{k}: {v}\r\n" for k, v in (extra_headers or {}).items())
         head = (
             f"HTTP/1.1 {status} {reason}\r\n"
+            f"{extra}"
             f"Content-Type: {content_type}\r\n"
             f"Content-Length: {len(body)}\r\n"
             f"Connection: {'keep-alive' if keep_alive else 'close'}\r\n"
@@ -565,7 +596,35 @@ class FakeServer:
         body = _error_body(
             message, kinds.get(fault.status, "server_error"), codes.get(fault.status)
         )
-        await self._respond(conn, record, fault.status, body, keep_alive=keep_alive)
+        extra = {"Retry-After": fault.retry_after} if fault.retry_after is not None else None
+        await self._respond(
+            conn, record, fault.status, body, keep_alive=keep_alive, extra_headers=extra
+        )
+
+    async def _reject_param(
+        self, conn: _Conn, record: RequestRecord, param: str, keep_alive: bool
+    ) -> None:
+        style = self.profile.reject_style
+        status = 400
+        if style == "param":
+            body = _error_body(
+                f"Unrecognized request argument supplied: {param}",
+                "invalid_request_error",
+                "unknown_parameter",
+                param=param,
+            )
+        elif style == "message":
+            body = _error_body(
+                f"Unrecognized request argument supplied: {param}", "invalid_request_error", None
+            )
+        elif style == "detail":
+            status = 422
+            detail = [{"type": "extra_forbidden", "loc": ["body", param],
+                       "msg": "Extra inputs are not permitted", "input": None}]
+            body = json.dumps({"detail": detail}).encode()
+        else:
+            body = _error_body("Invalid request body", "invalid_request_error", None)
+        await self._respond(conn, record, status, body, keep_alive=keep_alive)
 
     async def _chat(self, conn: _Conn, record: RequestRecord, keep_alive: bool) -> bool:
         req = record.body if isinstance(record.body, dict) else {}
@@ -574,13 +633,7 @@ class FakeServer:
         profile = self.profile
         for param in profile.reject_params:
             if param in req:
-                body = _error_body(
-                    f"Unrecognized request argument supplied: {param}",
-                    "invalid_request_error",
-                    "unknown_parameter",
-                    param=param,
-                )
-                await self._respond(conn, record, 400, body, keep_alive=keep_alive)
+                await self._reject_param(conn, record, param, keep_alive)
                 return keep_alive
         model = req.get("model")
         if model not in self.models:
@@ -594,6 +647,8 @@ class FakeServer:
 
         fault = self._take_fault("chat", question)
         record.fault = fault.kind if fault else None
+        if fault is not None and fault.kind == "hang":
+            return await self._hang(conn, record)
         if profile.queue_delay > 0:
             await asyncio.sleep(profile.queue_delay)
         if fault is not None and fault.kind == "status":
@@ -751,12 +806,24 @@ class FakeServer:
         if fault.kind == "end_early":
             await conn.send(b"0\r\n\r\n")
             return True
+        if fault.kind in ("garbage", "binary"):
+            sample = _GARBAGE if fault.kind == "garbage" else _BINARY
+            await conn.send_chunk(fault.payload if fault.payload is not None else sample)
+            await conn.send_chunk(b"data: [DONE]\n\n")
+            await conn.send(b"0\r\n\r\n")
+            return True
         # stall: keep the socket open and silent until the client gives up
         with contextlib.suppress(Exception):
             await asyncio.shield(watcher)
         record.cancelled = True
         record.ended = time.monotonic()
         return False
+
+
+_GARBAGE = b'data: {"id": "chatcmpl-x", "choices": [{"delta": {"content": "unterminated\n\n'
+"""A ``data:`` line cut mid-JSON, as a buggy relay that splits events sends."""
+_BINARY = b"\x1f\x8b\x08\x00\xff\xfe\x00binary\x89PNG\x00\x00\n\n"
+"""Bytes that are not UTF-8 text: a gzip body a proxy forgot to decode."""
 
 
 def _client_gone(watcher: asyncio.Task[bool]) -> bool:

@@ -1,0 +1,248 @@
+"""The one place secrets are taken out of text, before anything is shown, logged or written.
+
+Everything the app outputs — error messages, status lines, the session file, the events
+stream, traces, ``doctor`` output, log records — passes through :func:`redact`, so a key
+or a credential in a base URL cannot leak through one output that was forgotten.  It
+removes, in this order:
+
+1. secrets registered with :func:`register_secret` (the API key in use, the password and
+   query values of the configured base URL): they may have no recognisable shape, e.g. a
+   relay's custom token;
+2. the user-info (``user:password@``) and every query-parameter value of any URL;
+3. things shaped like credentials: ``sk-…``-style keys, ``Bearer …`` tokens,
+   ``Authorization:`` header values, ``api_key=…``/``token: …`` pairs and ``?key=…``/
+   ``&token=…`` query fragments outside a full URL.
+
+Patterns over-redact on purpose (a spoken "sk-" word of 8+ letters becomes ``***``): a
+masked word in a transcript is harmless, a leaked key is not.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import threading
+from collections.abc import Iterable
+from typing import Any
+from urllib.parse import parse_qsl, quote, unquote, urlsplit, urlunsplit
+
+REDACTED = "***"
+_MIN_SECRET = 4
+"""Shorter registered secrets are ignored: removing "ab" everywhere would garble text."""
+
+_lock = threading.Lock()
+_registered: tuple[str, ...] = ()  # longest first, so a secret containing another goes whole
+
+# A URL with a scheme, up to whitespace or a character that cannot end a URL in prose.
+_URL = re.compile(r"(?i)\b[a-z][a-z0-9+.\-]*://[^\s\"'<>`]+")
+# (substrings one of which must be in the lower-cased text, pattern, replacement): the
+# substring test skips most patterns for ordinary text, which is nearly all text.
+_PATTERNS: tuple[tuple[tuple[str, ...], re.Pattern[str], str], ...] = (
+    # API keys: OpenAI/Anthropic-style (also partly masked ones such as "sk-abc1****xyz9"),
+    # Google, GitHub, Hugging Face, Slack.
+    (("sk-", "rk-", "pk-", "sess-"), re.compile(r"\b(?:sk|rk|pk|sess)-[A-Za-z0-9_\-*]{8,}"), REDACTED),
+    (("aiza",), re.compile(r"\bAIza[A-Za-z0-9_\-]{20,}"), REDACTED),
+    (
+        ("gh", "github_pat_", "hf_", "xox"),
+        re.compile(r"\b(?:gh[pousr]_|github_pat_|hf_|xox[abprs]-)[A-Za-z0-9_\-]{10,}"),
+        REDACTED,
+    ),
+    # Authorization / Proxy-Authorization header values, keeping the scheme word.
+    (
+        ("authoriz",),
+        re.compile(
+            r"(?i)\b((?:proxy-)?authorization[\"']?\s*[:=]\s*[\"']?"
+            r"(?:(?:bearer|basic|token|digest|apikey)\s+)?)[^\s,;\"']+"
+        ),
+        rf"\1{REDACTED}",
+    ),
+    # A bearer token anywhere else ("Bearer abc…"); 8+ characters so prose survives.
+    (("bearer",), re.compile(r"(?i)\b(bearer)\s+(?!\*\*\*)[A-Za-z0-9._~+/\-]{8,}=*"), rf"\1 {REDACTED}"),
+    # key/value pairs: api_key=…, "api-key": "…", x-api-key: …, password=…, and token=…
+    # (a "token" value needs 8+ characters: "first token: 250 ms" is a measurement).
+    (
+        ("key", "token", "secret", "pass", "pwd"),
+        re.compile(
+            r"(?i)\b((?:x-)?(?:api[_-]?key|apikey|access[_-]?token|auth[_-]?token|refresh[_-]?token"
+            r"|id[_-]?token|secret|client[_-]?secret|password|passwd|pwd)[\"']?\s*[:=]\s*[\"']?)"
+            r"(?!\*\*\*)[^\s,;\"'&#]+"
+        ),
+        rf"\1{REDACTED}",
+    ),
+    (
+        ("token",),
+        re.compile(r"(?i)\b(token[\"']?\s*[:=]\s*[\"']?)(?!\*\*\*)[^\s,;\"'&#]{8,}"),
+        rf"\1{REDACTED}",
+    ),
+    # A query fragment outside a full URL: "?key=…", "&sig=…".
+    (("=",), re.compile(r"([?&][A-Za-z0-9_.\-]+=)(?!\*\*\*)[^\s&#\"'<>]+"), rf"\1{REDACTED}"),
+)
+
+
+def register_secret(secret: str | None) -> None:
+    """Remove ``secret`` from everything :func:`redact` sees from now on (thread-safe).
+
+    Its URL-encoded and decoded forms are registered too: a password typed into a base
+    URL shows up encoded in the URL and decoded in a server's echo.
+    """
+    if not secret or len(secret.strip()) < _MIN_SECRET:
+        return
+    global _registered
+    forms = {secret.strip(), quote(secret.strip(), safe=""), unquote(secret.strip())}
+    with _lock:
+        merged = set(_registered) | {f for f in forms if len(f) >= _MIN_SECRET}
+        _registered = tuple(sorted(merged, key=len, reverse=True))
+
+
+def register_url(url: str | None) -> None:
+    """Register the credentials carried by ``url``: its password and its query values.
+
+    Not the user name (often "user" or "admin": removing it everywhere would garble text;
+    :func:`redact` drops it from URLs anyway) and not short query values such as "json".
+    """
+    if not url:
+        return
+    try:
+        parts = urlsplit(url.strip())
+        register_secret(parts.password)
+        for name, value in parse_qsl(parts.query, keep_blank_values=False):
+            if len(value) >= 8 or _SECRET_NAME.search(name):
+                register_secret(value)
+    except ValueError:
+        return
+
+
+_SECRET_NAME = re.compile(r"(?i)key|token|secret|pass|pwd|sig|auth|cred|session")
+
+
+def forget_secrets() -> None:
+    """Drop every registered secret (tests; a new session with another key)."""
+    global _registered
+    with _lock:
+        _registered = ()
+
+
+def redact(text: str, *secrets: str | None) -> str:
+    """``text`` without registered secrets, ``secrets``, URL credentials or key-shaped words."""
+    if not text:
+        return text
+    extra = sorted({s.strip() for s in secrets if s and len(s.strip()) >= _MIN_SECRET}, key=len, reverse=True)
+    for secret in (*extra, *_registered):
+        if secret in text:
+            text = text.replace(secret, REDACTED)
+    if "://" in text:
+        text = _URL.sub(_redact_url_match, text)
+    low = text.lower()
+    for triggers, pattern, replacement in _PATTERNS:
+        if any(t in low for t in triggers):
+            text = pattern.sub(replacement, text)
+    return text
+
+
+def redact_data(value: Any) -> Any:
+    """A JSON-like value (dicts, lists, strings) with every string passed through :func:`redact`.
+
+    For records written whole (session files, events lines): keys are kept, values redacted.
+    """
+    if isinstance(value, str):
+        return redact(value)
+    if isinstance(value, dict):
+        return {k: redact_data(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [redact_data(v) for v in value]
+    return value
+
+
+def display_url(url: str) -> str:
+    """``url`` as shown to people: scheme, host, port and path; no user-info, no query."""
+    try:
+        parts = urlsplit(url.strip())
+        host = parts.hostname or ""
+        if parts.port is not None:
+            host = f"{host}:{parts.port}"
+    except ValueError:
+        return "(invalid URL)"
+    if not parts.scheme and not host:
+        return redact(url.split("?", 1)[0])
+    return urlunsplit((parts.scheme, host, parts.path.rstrip("/"), "", ""))
+
+
+def display_host(url: str) -> str:
+    """Only ``host[:port]`` of ``url`` (for short messages); the display URL if it has none."""
+    try:
+        parts = urlsplit(url.strip())
+        host = parts.hostname
+        if host and parts.port is not None:
+            host = f"{host}:{parts.port}"
+    except ValueError:
+        return "(invalid URL)"
+    return host or display_url(url)
+
+
+def _redact_url_match(match: re.Match[str]) -> str:
+    url = match.group(0)
+    scheme, sep, rest = url.partition("://")
+    # User-info ends at the last "@" before the path: a password may contain a raw "@".
+    authority_end = len(rest)
+    for ch in "/?#":
+        index = rest.find(ch)
+        if index != -1:
+            authority_end = min(authority_end, index)
+    authority, tail = rest[:authority_end], rest[authority_end:]
+    if "@" in authority:
+        authority = f"{REDACTED}@" + authority.rsplit("@", 1)[1]
+    if "?" in tail:
+        path, _, query = tail.partition("?")
+        query, hash_sep, fragment = query.partition("#")
+        masked = "&".join(
+            f"{item.split('=', 1)[0]}={REDACTED}" if "=" in item else item for item in query.split("&")
+        )
+        tail = f"{path}?{masked}{hash_sep}{fragment}"
+    return f"{scheme}{sep}{authority}{tail}"
+
+
+# --- logging ---------------------------------------------------------------------------
+
+
+class RedactingFilter(logging.Filter):
+    """Rewrites log records through :func:`redact`; never drops a record.
+
+    Python applies a *logger's* filters only to records logged on that very logger, not to
+    records propagating from child loggers, so :func:`install_redaction` also puts the
+    filter on the root logger's handlers; handlers added later need ``addFilter`` too.
+    """
+
+    def __init__(self, secrets: Iterable[str] = ()) -> None:
+        super().__init__()
+        for secret in secrets:
+            register_secret(secret)
+
+    def add_secret(self, secret: str | None) -> None:
+        register_secret(secret)
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        try:
+            message = record.getMessage()
+        except Exception:  # bad %-args: redact the raw parts instead of losing the record
+            message = f"{record.msg} {record.args}"
+        record.msg, record.args = redact(message), None
+        if record.exc_info and not record.exc_text:
+            record.exc_text = logging.Formatter().formatException(record.exc_info)
+        if record.exc_text:
+            record.exc_text = redact(record.exc_text)
+            record.exc_info = None  # formatters would re-render the raw traceback from it
+        if record.stack_info:
+            record.stack_info = redact(record.stack_info)
+        return True
+
+
+def install_redaction(
+    secrets: Iterable[str] = (), logger: logging.Logger | None = None
+) -> RedactingFilter:
+    """Attach one :class:`RedactingFilter` to ``logger`` (root by default) and its handlers."""
+    target = logger or logging.getLogger()
+    log_filter = RedactingFilter(secrets)
+    target.addFilter(log_filter)
+    for handler in target.handlers:
+        handler.addFilter(log_filter)
+    return log_filter
