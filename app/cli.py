@@ -52,6 +52,9 @@ def main(argv: list[str] | None = None) -> int:
         return run_doctor(argv[1:])
     args = _parser().parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    from app.redact import install_redaction
+
+    install_redaction()
     if getattr(args, "list_devices", False):
         from app.audio import format_device_list
 
@@ -347,7 +350,9 @@ class _LiveTranscript:
             self._answer_request = None
 
     def _write(self, text: str) -> None:
-        self._out.write(text)
+        from app.redact import redact
+
+        self._out.write(redact(text))
         self._out.flush()
 
 

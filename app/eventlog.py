@@ -6,6 +6,9 @@ to the operating system at most :data:`FLUSH_INTERVAL_S` after they were written
 close, so after a crash — even ``kill -9`` — the file is valid JSON lines up to its last
 complete line and holds everything emitted more than that long before.
 
+Every line passes :func:`app.redact.redact` (on the writer thread): no key or
+credential in a URL reaches a file, whatever message carried it.
+
 A full queue (a disk that cannot keep up) drops events and counts them rather than
 blocking the emitter; a write that fails (disk full, folder gone) stops the writing,
 is reported once through ``on_error``, and the session goes on.
@@ -21,6 +24,7 @@ from collections.abc import Callable, Iterable
 from typing import IO
 
 from app.events import Event, to_json
+from app.redact import redact as redact_secrets
 
 FLUSH_INTERVAL_S = 0.2
 """A crash loses at most this much of the log: well under the half second a person needs
@@ -43,7 +47,7 @@ class EventLog:
 
     def __init__(self, stream: IO[str], *, skip: Iterable[str] = ("level",), name: str = "event log",
                  on_error: Callable[[str], None] | None = None,
-                 redact: Callable[[str], str] | None = None, max_queue: int = MAX_QUEUE,
+                 redact: Callable[[str], str] | None = redact_secrets, max_queue: int = MAX_QUEUE,
                  close_stream: bool = True) -> None:
         self._stream = stream
         self._close_stream = close_stream

@@ -34,6 +34,7 @@ from app.llm.errors import LlmError
 from app.llm.local_server import LocalServer
 from app.prompt.builder import PromptBuilder
 from app.prompt.documents import DocumentError, load_job_description, load_resume
+from app.redact import display_url
 
 FailureKind = Literal["config", "runtime"]
 
@@ -293,10 +294,13 @@ class Session:
         if self._llm is None:
             self._llm = endpoint
         llm = self.settings.llm
-        self._status("llm", f"answers from {endpoint.model} at {endpoint.base_url}")
+        self._status("llm", f"answers from {endpoint.model} at {display_url(endpoint.base_url)}")
+        # A hedged second request only slows a CPU-bound embedded server down.
+        first_token = llm.timeout_s if endpoint.local else llm.first_token_timeout_s
         return LlmClient(endpoint.base_url, endpoint.api_key, endpoint.model, http2=llm.http2,
                          connect_timeout=llm.connect_timeout_s, timeout=llm.timeout_s,
-                         keepalive_expiry=llm.keepalive_expiry_s)
+                         keepalive_expiry=llm.keepalive_expiry_s, first_token_timeout=first_token,
+                         stall_timeout=llm.stall_timeout_s, rate_limit_max_wait=llm.rate_limit_max_wait_s)
 
     def _start_local_server(self) -> LlmEndpoint:
         with self._lock:

@@ -109,3 +109,45 @@ def test_the_library_probe_names_the_packages() -> None:
         return object()
 
     assert platform_check.missing_packages(load) == ["libxcb-icccm4", "libxcb-keysyms1"]
+
+
+def test_a_hanging_endpoint_never_delays_the_captions(tmp_path: Path) -> None:
+    from app.llm.fake_server import FakeServer, Profile
+
+    clip = synth("Why are you interested in this role?")
+    with FakeServer(Profile(hang=True)) as server:
+        started = time.monotonic()
+        child = subprocess.Popen([sys.executable, "-m", "app", "listen", "--headless", "--audio", str(clip),
+                                  "--base-url", server.start(), "--api-key", "sk-x"],
+                                 env=env_for(tmp_path), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                 text=True)
+        assert child.stdout is not None
+        caption_at = None
+        for line in child.stdout:
+            if line.startswith("Q: "):
+                caption_at = time.monotonic() - started
+                break
+        out, err = child.communicate(timeout=60)
+    elapsed = time.monotonic() - started
+    assert caption_at is not None and caption_at < 10  # the question is shown while the relay hangs
+    assert "not answering" in out and "Traceback" not in err
+    assert child.returncode == 3
+    assert elapsed < 30  # the first-token deadline and one hedge, not a 30 s read timeout each
+
+
+def test_credentials_in_the_base_url_reach_no_output_and_no_file(tmp_path: Path) -> None:
+    from app.llm.fake_server import FakeServer, Profile
+
+    clip = synth("Why are you interested in this role?")
+    events = tmp_path / "events.jsonl"
+    with FakeServer(Profile(answer_tokens=8)) as server:
+        url = server.start().replace("http://", "http://alice:pa55w0rd-XYZ@") + "?token=tok-SECRET-42"
+        out = listen(["--audio", str(clip), "--base-url", url, "--api-key", "sk-live-abcdef123456",
+                      "--events", str(events)], tmp_path)
+    assert out.returncode in (0, 3), out.stderr  # whether the relay takes ?token= is its business
+    written = [out.stdout, out.stderr, events.read_text(encoding="utf-8"),
+               *(p.read_text(encoding="utf-8") for p in (tmp_path / "data").rglob("*.jsonl"))]
+    for text in written:
+        for secret in ("pa55w0rd-XYZ", "tok-SECRET-42", "sk-live-abcdef123456"):
+            assert secret not in text
+    assert '"final"' in written[2] and "Traceback" not in out.stderr

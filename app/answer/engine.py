@@ -445,9 +445,11 @@ class AnswerEngine:
         owned = False
         try:
             client, owned = await self._client_for_request()
+            # A guess gets no re-send or hedge: the confirmed question has its own budget.
             stream = client.stream_chat(messages, max_tokens=self._settings.llm.max_tokens,
                                         temperature=self._settings.llm.temperature,
-                                        prompt_cache_key=self._cache_key)
+                                        prompt_cache_key=self._cache_key,
+                                        extra_requests=0 if request.kind == "speculative" else 1)
             async with contextlib.aclosing(stream):
                 async for item in stream:
                     if isinstance(item, Delta):

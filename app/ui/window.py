@@ -41,6 +41,7 @@ from app.events import (
     TokenEvent,
     VadEvent,
 )
+from app.redact import redact
 from app.sessions import SessionLog, export_markdown
 from app.ui import theme as themes
 from app.ui.banner import BannerArea
@@ -347,9 +348,9 @@ class MainWindow(QMainWindow):
             elif event.state == "listening":
                 self.status.set_state(self._idle_state())
         elif isinstance(event, ErrorEvent):
-            self.banners.show_message("error", event.stage.capitalize(), event.message)
+            self.banners.show_message("error", event.stage.capitalize(), redact(event.message))
         elif isinstance(event, StatusEvent):
-            self.status.set_message(f"{event.stage}: {event.message}")
+            self.status.set_message(redact(f"{event.stage}: {event.message}"))
             self._message_timer.start(8000)
 
     def _idle_state(self) -> str:
