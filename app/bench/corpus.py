@@ -17,6 +17,8 @@ class Clip:
     text: str
     speech_end_s: float
     speech_start_s: float = 0.0
+    pauses: tuple[tuple[float, float], ...] = ()
+    """(start, length) of the pauses inside the question, seconds from the clip's start."""
 
 
 def load_corpus(folder: str | Path, limit: int | None = None) -> list[Clip]:
@@ -26,7 +28,8 @@ def load_corpus(folder: str | Path, limit: int | None = None) -> list[Clip]:
         raise FileNotFoundError(f"{manifest} not found: a corpus folder needs a manifest.json "
                                 "listing file, text and speech_end_s for each clip")
     entries = json.loads(manifest.read_text(encoding="utf-8"))
-    clips = [Clip(root / e["file"], e["text"], float(e["speech_end_s"]), float(e.get("speech_start_s", 0.0)))
+    clips = [Clip(root / e["file"], e["text"], float(e["speech_end_s"]), float(e.get("speech_start_s", 0.0)),
+                  tuple((float(a), float(b)) for a, b in e.get("pauses", ())))
              for e in entries]
     return clips[:limit] if limit else clips
 

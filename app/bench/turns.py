@@ -14,8 +14,12 @@ Modes, measured back to back on the same clips:
   second decode for the final;
 - ``ours``: the product defaults.
 
-Response latency = t(first shown token) − speech_end_s.  A wrong answer is a shown
-answer whose request text is not the final question word for word.
+Response latency = t(first shown token of the answer left on screen) − the end of the
+whole question.  An answer left on screen is *stale* when it was written for less than
+the whole question: its words differ from the turn's last final (fillers and trailing
+tags aside), or it covers under three quarters of the words actually asked (a question
+cut at a pause).  A *withdrawn* answer was on screen and taken back (flicker); its delay
+is counted from the moment the interviewer's speech resumed.
 """
 
 from __future__ import annotations
@@ -29,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from app.answer.engine import Strategy
-from app.answer.similarity import words
+from app.answer.similarity import tags_of, without_tags, words
 from app.asr.decoder import WhisperDecoder
 from app.asr.model import load_model
 from app.bench.corpus import Clip, load_corpus, median, ms, p95
@@ -42,6 +46,8 @@ from app.events import (
     FinalEvent,
     FirstTokenEvent,
     RequestEvent,
+    RestoredEvent,
+    RetractedEvent,
     SpeculationEvent,
     TokenEvent,
     TurnStatsEvent,
@@ -65,6 +71,7 @@ class TurnResult:
     mode: str
     final: str = ""
     finals: int = 0
+    turns: list[int] = field(default_factory=list)
     response_latency: float | None = None
     final_to_first_token: float | None = None
     requests: int = 0
@@ -73,7 +80,11 @@ class TurnResult:
     cancelled: int = 0
     wasted_tokens: int = 0
     tokens: int = 0
-    wrong_answers: int = 0
+    stale: int = 0
+    """Answers left on screen that were written for less than the whole question."""
+    withdrawn: int = 0
+    withdraw_delays: list[float] = field(default_factory=list)
+    """Seconds from the resumed speech to each withdrawal."""
     answer: str = field(default="", repr=False)
     # where the response latency went (seconds; None when the step did not happen)
     endpoint_wait: float | None = None
@@ -178,17 +189,33 @@ def _score(events: list[Event], clip: Clip, mode: str) -> TurnResult:
     result = TurnResult(clip=clip.path.name, mode=mode)
     finals = [e for e in events if isinstance(e, FinalEvent)]
     result.finals = len(finals)
+    result.turns = sorted({f.turn for f in finals})
     if not finals:
         return result
     last = finals[-1]
     result.final = last.text
     requests = {e.request: e for e in events if isinstance(e, RequestEvent)}
     result.requests = len(requests)
-    shown = [e for e in events if isinstance(e, TokenEvent) and e.turn == last.turn]
-    if shown:
-        result.response_latency = shown[0].t - clip.speech_end_s
-        result.final_to_first_token = shown[0].t - last.t
-        result.answer = "".join(e.text for e in shown)
+    on_screen = _left_on_screen(events)
+    if on_screen:
+        request, shown_at = on_screen[-1]
+        result.response_latency = shown_at - clip.speech_end_s
+        result.final_to_first_token = shown_at - last.t
+        result.answer = "".join(e.text for e in events if isinstance(e, TokenEvent) and e.request == request)
+    final_of = {f.turn: f.text for f in finals}  # each turn's last (whole) final
+    tags = tags_of([w for ws in Settings().turns.end_words.values() for w in ws])
+    for request, _ in on_screen:
+        asked = requests[request]
+        written_for = without_tags(words(asked.text), tags)
+        whole = without_tags(words(final_of.get(asked.turn, "")), tags)
+        if written_for != whole or len(written_for) < 0.75 * len(words(clip.text)):
+            result.stale += 1
+    retracted = [e for e in events if isinstance(e, RetractedEvent)]
+    result.withdrawn = len(retracted)
+    for event in retracted:
+        resumed = [start + length for start, length in clip.pauses if start + length <= event.t]
+        if resumed:
+            result.withdraw_delays.append(event.t - max(resumed))
     _breakdown(result, events, clip, last)
     outcomes = [e.outcome for e in events if isinstance(e, SpeculationEvent)]
     result.hits, result.misses, result.cancelled = (outcomes.count("hit"), outcomes.count("miss"),
@@ -196,13 +223,23 @@ def _score(events: list[Event], clip: Clip, mode: str) -> TurnResult:
     stats = [e for e in events if isinstance(e, TurnStatsEvent)]
     result.wasted_tokens = sum(s.wasted_prompt_tokens + s.wasted_completion_tokens for s in stats)
     result.tokens = sum(s.prompt_tokens + s.completion_tokens for s in stats)
-    finals_by_turn = {f.turn: f.text for f in finals}
-    for done in (e for e in events if isinstance(e, AnswerDoneEvent)):
-        asked = requests.get(done.request)
-        question = finals_by_turn.get(done.turn)
-        if asked is not None and question is not None and words(asked.text) != words(question):
-            result.wrong_answers += 1
     return result
+
+
+def _left_on_screen(events: list[Event]) -> list[tuple[int, float]]:
+    """(request, when it was last put on screen) of every answer standing at the end."""
+    shown: dict[int, float] = {}
+    standing: set[int] = set()
+    for event in events:
+        if isinstance(event, TokenEvent) and event.request not in shown:
+            shown[event.request] = event.t
+            standing.add(event.request)
+        elif isinstance(event, RetractedEvent):
+            standing.discard(event.request)
+        elif isinstance(event, RestoredEvent):
+            standing.add(event.request)
+            shown[event.request] = event.t
+    return sorted(((r, shown[r]) for r in standing), key=lambda item: item[1])
 
 
 def _breakdown(result: TurnResult, events: list[Event], clip: Clip, final: FinalEvent) -> None:
@@ -211,12 +248,12 @@ def _breakdown(result: TurnResult, events: list[Event], clip: Clip, final: Final
     if endpoint is not None:
         result.endpoint_wait = endpoint.t - clip.speech_end_s
         result.asr_final = final.t - endpoint.t
-    done = next((e for e in events if isinstance(e, AnswerDoneEvent) and e.turn == final.turn), None)
+    done = next((e for e in reversed(events) if isinstance(e, AnswerDoneEvent) and e.turn == turn), None)
     if done is None:
         return
     request = next((e for e in events if isinstance(e, RequestEvent) and e.request == done.request), None)
     first = next((e for e in events if isinstance(e, FirstTokenEvent) and e.request == done.request), None)
-    shown = next((e for e in events if isinstance(e, TokenEvent) and e.turn == final.turn), None)
+    shown = next((e for e in events if isinstance(e, TokenEvent) and e.request == done.request), None)
     if request is not None:
         result.final_to_request = request.t - final.t
         if first is not None:
@@ -229,6 +266,7 @@ def _summarise(results: list[TurnResult]) -> dict[str, Any]:
     latencies = [r.response_latency for r in results if r.response_latency is not None]
     from_final = [r.final_to_first_token for r in results if r.final_to_first_token is not None]
     decided = sum(r.hits + r.misses for r in results)
+    delays = [d for r in results for d in r.withdraw_delays]
     return {
         "turns": len(results),
         "answered": len(latencies),
@@ -240,19 +278,24 @@ def _summarise(results: list[TurnResult]) -> dict[str, Any]:
         "requests_per_turn": round(sum(r.requests for r in results) / len(results), 3) if results else None,
         "wasted_tokens": sum(r.wasted_tokens for r in results),
         "tokens": sum(r.tokens for r in results),
-        "wrong_answers_shown": sum(r.wrong_answers for r in results),
-        "split_turns": sum(r.finals > 1 for r in results),
+        "stale_answers_left": sum(r.stale for r in results),
+        "withdrawn_answers": sum(r.withdrawn for r in results),
+        "withdraw_delay_median_s": median(delays),
+        "withdraw_delay_p95_s": p95(delays),
+        "split_turns": sum(len({t for t in r.turns}) > 1 for r in results),
     }
 
 
 def _print(results: dict[str, list[TurnResult]], summary: dict[str, Any]) -> None:
     print(f"\n{'mode':<6} {'resp med':>9} {'resp p95':>9} {'fin→tok med':>11} {'fin→tok p95':>11} "
-          f"{'hit':>6} {'req/turn':>8} {'wasted':>7} {'wrong':>5}")
+          f"{'hit':>6} {'req/turn':>8} {'wasted':>7} {'stale':>5} {'withdrawn':>9} "
+          f"{'wd med':>7} {'wd p95':>7}")
     for mode in results:
         s = summary[mode]
         print(f"{mode:<6} {ms(s['response_latency_median_s']):>9} {ms(s['response_latency_p95_s']):>9} "
               f"{ms(s['final_to_first_token_median_s']):>11} {ms(s['final_to_first_token_p95_s']):>11} "
               f"{s['speculation_hit_rate']!s:>6} {s['requests_per_turn']!s:>8} {s['wasted_tokens']!s:>7} "
-              f"{s['wrong_answers_shown']!s:>5}")
+              f"{s['stale_answers_left']!s:>5} {s['withdrawn_answers']!s:>9} "
+              f"{ms(s['withdraw_delay_median_s']):>7} {ms(s['withdraw_delay_p95_s']):>7}")
     for name, ratio in summary["ratios"].items():
         print(f"response latency median, {name}: {ratio}x")
