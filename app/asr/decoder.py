@@ -26,6 +26,7 @@ from faster_whisper.tokenizer import Tokenizer
 from app.asr.model import ModelError, load_model
 from app.asr.script import ChineseScript, ScriptConverter
 from app.config import AsrConfig
+from app.text import words
 
 SAMPLE_RATE = 16_000
 HOP = 160  # samples per mel frame
@@ -61,7 +62,8 @@ class Hypothesis:
 
     @property
     def words(self) -> list[str]:
-        return self.text.split()
+        """Normalised words; each Chinese character is one (see :func:`app.text.words`)."""
+        return words(self.text)
 
 
 class WhisperDecoder:
