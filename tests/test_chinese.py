@@ -39,8 +39,16 @@ TRADITIONAL_ONLY = set("進線麼區別們為說")
 
 
 @pytest.fixture(scope="session")
-def zh_model(tmp_path_factory: pytest.TempPathFactory) -> WhisperModel:
-    folder = ensure_multilingual_model(tmp_path_factory.mktemp("cache"))
+def zh_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One assembled model for the whole test session (it is 145 MB)."""
+    root = tmp_path_factory.mktemp("cache")
+    ensure_multilingual_model(root)
+    return root
+
+
+@pytest.fixture(scope="session")
+def zh_model(zh_cache: Path) -> WhisperModel:
+    folder = ensure_multilingual_model(zh_cache)
     return WhisperModel(str(folder), device="cpu", compute_type="int8", cpu_threads=2)
 
 
@@ -149,13 +157,13 @@ def _real_parts() -> dict[Part, Path]:
             for pinned in FILES.values() for part in pinned.sources}
 
 
-def test_model_is_assembled_once_verified_and_atomically(tmp_path: Path) -> None:
-    folder = ensure_multilingual_model(tmp_path)
-    assert folder == model_folder(tmp_path)
+def test_model_is_assembled_once_verified_and_atomically(zh_cache: Path) -> None:
+    folder = ensure_multilingual_model(zh_cache)
+    assert folder == model_folder(zh_cache)
     assert (folder / "model.bin").stat().st_size == FILES["model.bin"].size
     assert sorted(p.name for p in folder.iterdir()) == sorted(FILES)  # no temporary left
     stamp = (folder / "model.bin").stat().st_mtime_ns
-    assert ensure_multilingual_model(tmp_path) == folder
+    assert ensure_multilingual_model(zh_cache) == folder
     assert (folder / "model.bin").stat().st_mtime_ns == stamp  # not rebuilt
 
 
@@ -163,7 +171,7 @@ def test_damaged_or_missing_part_is_a_clear_error_and_english_still_works(tmp_pa
     parts = _real_parts()
     part2 = next(p for p in parts if p.file == "model.bin.part2")
     damaged = tmp_path / "model.bin.part2"
-    shutil.copyfile(parts[part2], damaged)
+    shutil.copyfile(parts[part2], damaged)  # 50 MB, one byte flipped below
     with damaged.open("r+b") as f:
         f.seek(1_000_000)
         byte = f.read(1)
