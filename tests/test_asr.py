@@ -44,41 +44,41 @@ def test_repetition_loops_are_cut() -> None:
 
 def test_local_agreement_commits_only_what_two_passes_agree_on() -> None:
     la = LocalAgreement()
-    assert la.update("why are".split()).stable == ""
-    out = la.update("why are you".split())
+    assert la.update("why are").stable == ""
+    out = la.update("why are you")
     assert out.stable == "why are" and out.text == "why are you"
-    out = la.update("why are you interested".split())
+    out = la.update("why are you interested")
     assert out.stable == "why are you"
 
 
 def test_local_agreement_shows_the_newest_hypothesis_verbatim() -> None:
     la = LocalAgreement()
-    la.update("Tell me a little about yourself.".split())
-    out = la.update("Tell me a little about yourself and your background.".split())
+    la.update("Tell me a little about yourself.")
+    out = la.update("Tell me a little about yourself and your background.")
     assert out.text == "Tell me a little about yourself and your background."
     assert out.stable == "Tell me a little about yourself"  # punctuation does not block agreement
 
 
 def test_the_word_at_the_edge_of_the_audio_is_never_committed() -> None:
     la = LocalAgreement()
-    la.update("what is your biggest week".split())
-    out = la.update("what is your biggest week".split())
+    la.update("what is your biggest week")
+    out = la.update("what is your biggest week")
     assert out.stable == "what is your biggest"
-    assert la.update("what is your biggest weakness".split()).text == "what is your biggest weakness"
+    assert la.update("what is your biggest weakness").text == "what is your biggest weakness"
 
 
 def test_local_agreement_never_takes_back_a_committed_word() -> None:
     la = LocalAgreement()
-    la.update("what is the difference and when will".split())
-    la.update("what is the difference and when will you".split())
-    out = la.update("what is the difference and when would you use it".split())
+    la.update("what is the difference and when will")
+    la.update("what is the difference and when will you")
+    out = la.update("what is the difference and when would you use it")
     assert out.stable == "what is the difference and when will"
     assert out.text == "what is the difference and when will you use it"
 
 
 def test_local_agreement_keeps_commitment_when_a_pass_stops_short() -> None:
     la = LocalAgreement()
-    la.update("tell me about a time".split())
-    la.update("tell me about a time you".split())
-    out = la.update("tell me about a time you disagreed".split())
+    la.update("tell me about a time")
+    la.update("tell me about a time you")
+    out = la.update("tell me about a time you disagreed")
     assert out.stable == "tell me about a time you"

@@ -136,7 +136,7 @@ def test_english_few_shot_by_default_chinese_for_zh() -> None:
         chinese = PromptBuilder(None, RESUME, JD, language=language).prefix_messages()
         examples = chinese[1:5]
         assert all(CJK.search(m["content"]) for m in examples)
-        assert "Chinese" in chinese[0]["content"]
+        assert "中文回答" in chinese[0]["content"]  # the Chinese prompt, in Chinese
         assert CJK.search(chinese[-2]["content"])  # context framing in Chinese too
 
 

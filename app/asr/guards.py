@@ -3,14 +3,26 @@
 from __future__ import annotations
 
 import re
+import unicodedata
 
 from app.asr.decoder import Hypothesis
+from app.text import has_cjk, segment_key, segments
 
 # What tiny/base models typically say over non-speech; only dropped when alone.
 _NON_SPEECH_PHRASES = {
     "you", "thank you", "thank you.", "thanks for watching!", "thanks for watching.", "i", "so",
     "bye.", "bye", ".", "...", "okay.", "music", "[music]", "(music)", "[blank_audio]",
+    # Chinese: the sign-offs of the video subtitles Whisper learnt from (both scripts).
+    "谢谢观看", "感谢观看", "谢谢收看", "谢谢大家", "谢谢", "我们下期再见", "下期再见", "拜拜",
+    "謝謝觀看", "感謝觀看", "謝謝收看", "謝謝大家", "謝謝", "我們下期再見", "下期再見",
 }
+# Subtitle credits and channel plugs: never part of an interview question, dropped even
+# inside longer text ("请不吝点赞 订阅 转发 打赏支持明镜与点点栏目", "字幕由Amara.org社区提供").
+_NON_SPEECH_ZH = re.compile(
+    "[点點][赞讚].*[订訂][阅閱]|[订訂][阅閱].*[点點][赞讚]|不吝[点點][赞讚]|打[赏賞]支持|明[镜鏡]"
+    "|字幕(?:由|by|提供|制作|製作)|(?:提供|制作|製作)字幕|amara\\.org|[优優][优優][独獨][播]"
+    "|欢迎订阅|歡迎訂閱|订阅我的频道|訂閱我的頻道"
+)
 
 
 def is_hallucination(h: Hypothesis, *, no_speech_threshold: float = 0.6,
@@ -30,29 +42,34 @@ def is_hallucination(h: Hypothesis, *, no_speech_threshold: float = 0.6,
         return True
     if h.compression_ratio > compression_threshold:
         return True
-    return text.lower() in _NON_SPEECH_PHRASES and h.avg_logprob < -0.5
+    folded = unicodedata.normalize("NFKC", text).lower()
+    if has_cjk(folded) and _NON_SPEECH_ZH.search(folded.replace(" ", "")):
+        return True
+    alone = folded.rstrip("。！!.，, ") if has_cjk(folded) else folded
+    return alone in _NON_SPEECH_PHRASES and h.avg_logprob < -0.5
 
 
 def cut_repetition(text: str, *, max_repeats: int = 3) -> str:
     """Truncate a decoder loop: a word said ``max_repeats`` times in a row, or a phrase of
     three or more words said twice in a row.
 
-    Genuine doubles ("very very") survive; a repeated phrase or sentence is what Whisper
-    does when it loops, and what the interviewer almost never does.
+    Genuine doubles ("very very", "为什么为什么") survive; a repeated phrase or sentence
+    is what Whisper does when it loops, and what the interviewer almost never does.  A
+    Chinese character counts as half a word, so a phrase needs six characters to be cut
+    on its second saying.
     """
-    words = text.split()
-    norm = [_norm(w) for w in words]
-    for size in range(1, len(words) // 2 + 1):
-        limit = max_repeats if size < 3 else 2
-        for i in range(len(words) - size * limit + 1):
+    units = segments(text)
+    norm = [segment_key(u) for u in units]
+    weight = [0.5 if has_cjk(k) else 1.0 for k in norm]
+    for size in range(1, len(units) // 2 + 1):
+        for i in range(len(units) - size * 2 + 1):
+            limit = 2 if sum(weight[i:i + size]) >= 3 else max_repeats
+            if i + size * limit > len(units):
+                continue
             unit = norm[i:i + size]
             count = 1
             while norm[i + size * count: i + size * (count + 1)] == unit:
                 count += 1
             if count >= limit:
-                return " ".join(words[: i + size * (limit - 1)])
+                return "".join(units[: i + size * (limit - 1)])
     return text
-
-
-def _norm(word: str) -> str:
-    return re.sub(r"[^\w']", "", word.lower())

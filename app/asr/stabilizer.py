@@ -5,13 +5,16 @@ changes raw makes captions flicker.  Words that the last two passes agree on (as
 common prefix, ignoring case and punctuation) are committed: the caption shows them as
 settled and they never change again.  Agreement ignores punctuation and takes the newest
 spelling, so "yourself." then "yourself and…" reads "yourself and…", not "yourself. and…".
+A "word" is a unit of :func:`app.text.segments`: a Latin word or one Chinese character,
+so Chinese captions settle character by character instead of never.
 """
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from os.path import commonprefix  # works on any sequences, not only paths
+
+from app.text import segment_key, segments
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,9 +35,10 @@ class LocalAgreement:
         self._committed = []
         self._previous = []
 
-    def update(self, words: list[str]) -> Stabilized:
-        current = [_norm(w) for w in words]
-        committed = [_norm(w) for w in self._committed]
+    def update(self, text: str) -> Stabilized:
+        words = segments(text)
+        current = [segment_key(w) for w in words]
+        committed = [segment_key(w) for w in self._committed]
         agrees = current[: len(committed)] == committed
         # The last word sits at the edge of the audio and may be cut ("week" for "weakness"
         # twice in a row): it is never committed.
@@ -47,8 +51,4 @@ class LocalAgreement:
         # A pass that disagrees with committed words does not change them: the caption
         # keeps what was settled and takes only the words past it from this pass.
         shown = [*self._committed, *words[len(self._committed):]]
-        return Stabilized(text=" ".join(shown), stable=" ".join(self._committed))
-
-
-def _norm(word: str) -> str:
-    return re.sub(r"[^\w']", "", word.lower())
+        return Stabilized(text="".join(shown).strip(), stable="".join(self._committed).strip())

@@ -5,6 +5,12 @@ snapshots the utterance *when it starts* a pass, so passes never queue behind ea
 other: if decoding falls behind, the next pass simply covers more audio.  A pause in
 speech asks for a pass at once (that pass usually becomes the final, reused without a
 second decode), and a final request jumps ahead of any partial.
+
+With the decoder's language "auto", every pass detects the language until one settles
+it for the session: a pass over at least ``LOCK_MIN_AUDIO_S`` of audio whose text passed
+the guards and whose language probability is at least ``LOCK_PROBABILITY``, or the first
+final with text.  From then on every pass decodes in that language (a one-word English
+aside in a Chinese interview stays Chinese-decoded), and ``on_language`` hears it once.
 """
 
 from __future__ import annotations
@@ -15,17 +21,21 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from app.asr.decoder import Hypothesis, WhisperDecoder
+from app.asr.decoder import AUTO, Hypothesis, WhisperDecoder
 from app.asr.guards import cut_repetition, is_hallucination
 from app.asr.stabilizer import LocalAgreement
 from app.audio.frames import SAMPLE_RATE, AudioFrame, Samples
 from app.clock import SessionClock
 from app.config import AsrConfig
-from app.events import ErrorEvent, FinalEvent, PartialEvent, Speaker
+from app.events import ErrorEvent, FinalEvent, LanguageEvent, PartialEvent, Speaker
+
+LOCK_MIN_AUDIO_S = 1.0
+LOCK_PROBABILITY = 0.5
 
 PartialHandler = Callable[[PartialEvent], None]
 FinalHandler = Callable[[FinalEvent], None]
 ErrorHandler = Callable[[ErrorEvent], None]
+LanguageHandler = Callable[[LanguageEvent], None]
 
 
 @dataclass(slots=True)
@@ -39,6 +49,9 @@ class _Utterance:
     decoded_end: float = -1.0
     """Audio end of the newest pass that produced a transcript."""
     text: str = ""
+    language: str = ""
+    """Language of the newest pass with text (and its probability)."""
+    language_probability: float = 0.0
     finalizing: bool = False
 
     @property
@@ -61,6 +74,7 @@ class StreamingRecognizer:
 
     def __init__(self, decoder: WhisperDecoder, config: AsrConfig, clock: SessionClock, *,
                  on_partial: PartialHandler, on_final: FinalHandler, on_error: ErrorHandler,
+                 on_language: LanguageHandler | None = None,
                  hangover_s: float = 0.09, reuse_final: bool = True,
                  speaker: Speaker = "interviewer") -> None:
         self._decoder = decoder
@@ -69,6 +83,8 @@ class StreamingRecognizer:
         self._on_partial = on_partial
         self._on_final = on_final
         self._on_error = on_error
+        self._on_language = on_language
+        self._language: str | None = None if decoder.language == AUTO else decoder.language
         self._hangover = hangover_s
         self._reuse_final = reuse_final
         self._speaker: Speaker = speaker
@@ -100,6 +116,15 @@ class StreamingRecognizer:
             self._cond.notify_all()
         if self._thread:
             self._thread.join(timeout)
+
+    @property
+    def language(self) -> str | None:
+        """The session's language; None while an "auto" session has not settled it."""
+        return self._language
+
+    def reset_language(self) -> None:
+        """A new session: "auto" detects again."""
+        self._language = None if self._decoder.language == AUTO else self._decoder.language
 
     def idle(self) -> bool:
         """No pass running and no final waiting (used to know when a replay is done)."""
@@ -149,11 +174,16 @@ class StreamingRecognizer:
             self._pass_wanted = False
             utt.finalizing = True
             if self._reuse_final and utt.text and utt.decoded_end >= utt.last_voiced_end - 1e-6:
-                return FinalEvent(t=self._clock.now(), turn=utt.number, text=utt.text,
-                                  audio_end=utt.decoded_end, reused=True, speaker=self._speaker)
-            self._finals.append(_FinalJob(utt, min(utt.end, utt.last_voiced_end + self._hangover)))
-            self._cond.notify_all()
-            return None
+                locked = self._lock_language(utt.language, utt.language_probability, final=True)
+                final = FinalEvent(t=self._clock.now(), turn=utt.number, text=utt.text,
+                                   audio_end=utt.decoded_end, reused=True, speaker=self._speaker)
+            else:
+                self._finals.append(_FinalJob(utt, min(utt.end, utt.last_voiced_end + self._hangover)))
+                self._cond.notify_all()
+                return None
+        if locked:
+            self._emit_language(locked)
+        return final
 
     def resume(self, utterance: int, recent: list[AudioFrame]) -> bool:
         """The speaker went on after the endpoint: reopen the utterance just finalized.
@@ -228,22 +258,41 @@ class StreamingRecognizer:
                 with self._cond:
                     self._busy = False
 
-    def _decode(self, audio: Samples) -> str:
-        hyp: Hypothesis = self._decoder.decode(audio)
+    def _decode(self, audio: Samples) -> tuple[str, Hypothesis]:
+        hyp: Hypothesis = self._decoder.decode(audio, language=self._language)
         self.passes += 1
         self.decode_seconds += hyp.seconds
         if is_hallucination(hyp, no_speech_threshold=self._cfg.no_speech_threshold,
                             log_prob_threshold=self._cfg.log_prob_threshold):
-            return ""
-        return cut_repetition(hyp.text)
+            return "", hyp
+        return cut_repetition(hyp.text), hyp
+
+    def _lock_language(self, language: str, probability: float, *, final: bool = False,
+                       seconds: float = 0.0) -> LanguageEvent | None:
+        """Settle an undecided session's language (called under the lock)."""
+        if self._language is not None or not language:
+            return None
+        if not final and (seconds < LOCK_MIN_AUDIO_S or probability < LOCK_PROBABILITY):
+            return None
+        self._language = language
+        return LanguageEvent(t=self._clock.now(), language=language, probability=probability)
+
+    def _emit_language(self, event: LanguageEvent) -> None:
+        if self._on_language is not None:
+            self._on_language(event)
 
     def _run_partial(self, utt: _Utterance, until: float, audio: Samples) -> None:
-        text = self._decode(audio)
+        text, hyp = self._decode(audio)
         if not text:
             return
         with self._cond:
-            shown = self._stabilizer.update(text.split()) if utt is self._current else None
+            locked = self._lock_language(hyp.language, hyp.language_probability,
+                                         seconds=len(audio) / SAMPLE_RATE)
+            shown = self._stabilizer.update(text) if utt is self._current else None
             utt.text, utt.decoded_end = text, until
+            utt.language, utt.language_probability = hyp.language, hyp.language_probability
+        if locked:
+            self._emit_language(locked)
         # A turn that ended while we decoded keeps the text (its final, queued behind this
         # pass, reuses it) but shows no partial any more.
         if shown is not None and not utt.finalizing:
@@ -254,9 +303,17 @@ class StreamingRecognizer:
     def _run_final(self, job: _FinalJob) -> None:
         utt = job.utterance
         reused = bool(self._reuse_final and utt.text and utt.decoded_end >= job.until - 1e-6)
-        text = utt.text if reused else (self._decode(utt.audio(job.until)) or utt.text)
+        text, language, probability = utt.text, utt.language, utt.language_probability
+        if not reused:
+            decoded, hyp = self._decode(utt.audio(job.until))
+            if decoded:
+                text, language, probability = decoded, hyp.language, hyp.language_probability
         with self._cond:
             resumed = not utt.finalizing  # the speaker went on: this is no final any more
         if text and not resumed:
+            with self._cond:
+                locked = self._lock_language(language, probability, final=True)
+            if locked:
+                self._emit_language(locked)
             self._on_final(FinalEvent(t=self._clock.now(), turn=utt.number, text=text,
                                       audio_end=job.until, reused=reused, speaker=self._speaker))

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import json
-import re
 import statistics
 from dataclasses import dataclass
 from pathlib import Path
 
 from rapidfuzz.distance import Levenshtein
+
+from app.text import has_cjk, words
 
 
 @dataclass(frozen=True)
@@ -34,15 +35,21 @@ def load_corpus(folder: str | Path, limit: int | None = None) -> list[Clip]:
     return clips[:limit] if limit else clips
 
 
-def words(text: str) -> list[str]:
-    return re.sub(r"[^\w\s']", " ", text.lower()).split()
-
-
 def wer(references: list[str], hypotheses: list[str]) -> float:
-    """Corpus word error rate: total edits / total reference words."""
+    """Corpus word error rate: total edits / total reference words.
+
+    Every CJK character is a word (:func:`app.text.words`), so on Chinese this is the
+    character error rate (CER), and mixed questions count each English word once.
+    """
     edits = sum(Levenshtein.distance(words(r), words(h)) for r, h in zip(references, hypotheses, strict=True))
     total = sum(len(words(r)) for r in references)
     return edits / total if total else 0.0
+
+
+def error_unit(references: list[str]) -> str:
+    """"cer" when the references are mostly Chinese/Japanese, else "wer": what to call it."""
+    cjk = sum(has_cjk(r) for r in references)
+    return "cer" if references and cjk * 2 > len(references) else "wer"
 
 
 def median(values: list[float]) -> float | None:

@@ -165,9 +165,10 @@ def plot_asr(json_path: str | Path) -> Path:
     final_ax.set_ylim(bottom=0)
     final_ax.grid(axis="y", alpha=0.3)
     final_ax.set_title("Final latency", fontsize=10)
-    wer = summary.get("wer_streaming")
+    unit = "cer" if "cer_streaming" in summary else "wer"
+    wer = summary.get(f"{unit}_streaming")
     fig.suptitle(f"bench asr — model {summary.get('model', '?')}, {len(clips)} clips"
-                 + (f", streaming WER {wer:.1%}" if isinstance(wer, float) else ""), fontsize=10)
+                 + (f", streaming {unit.upper()} {wer:.1%}" if isinstance(wer, float) else ""), fontsize=10)
     out = path.with_suffix(".png")
     fig.savefig(out)
     return out

@@ -4,7 +4,7 @@ Provider caches (OpenAI, DeepSeek, llama.cpp's slot cache) reuse work only for a
 is byte-identical to an earlier request.  So the layout is fixed, most-stable first:
 
 1. system prompt                       — constant for the app
-2. two few-shot exchanges              — constant per language
+2. two few-shot exchanges              — constant per language (and Chinese script)
 3. résumé + job description (+ ack)    — constant per session
 4. earlier turns, oldest first         — append-only; trimmed only in whole blocks
 5. the current question                — the only part that changes every request
@@ -31,6 +31,7 @@ from app.prompt.texts import (
     builtin_system_prompt,
     context_message,
     language_family,
+    localise,
 )
 
 Message = dict[str, str]
@@ -74,10 +75,10 @@ class PromptBuilder:
         prefix: list[Message] = [{"role": "system", "content": self.system_prompt}]
         if few_shot:
             for question, answer in FEW_SHOT[language_family(language)]:
-                prefix += [_user(question), _assistant(answer)]
+                prefix += [_user(localise(question, language)), _assistant(localise(answer, language))]
         context = context_message(_clean(resume), _clean(job_description), language)
         if context is not None:
-            prefix += [_user(context), _assistant(CONTEXT_ACK[language_family(language)])]
+            prefix += [_user(context), _assistant(localise(CONTEXT_ACK[language_family(language)], language))]
         self._prefix: tuple[Message, ...] = tuple(prefix)
         self._turns: list[Turn] = []
 

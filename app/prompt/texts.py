@@ -4,9 +4,20 @@ Kept apart from the builder so wording can be tuned without touching the cache-s
 layout logic.  Every string here is part of the cached prefix: changing one invalidates
 every user's cache once, so edit deliberately, and never make them depend on time or
 randomness.
+
+Chinese sessions get a prompt written in Chinese, not the English one saying "answer in
+Chinese": small and relay-hosted models follow the prompt's own language far more
+reliably, and a Chinese-English question ("Redis 为什么这么快？") then gets a Chinese
+answer that keeps the English technical terms.  Traditional-script sessions ("zh-Hant",
+"zh-TW", "zh-HK") get the same texts converted by OpenCC, which is deterministic, so the
+prefix stays byte-stable.
 """
 
 from __future__ import annotations
+
+from functools import cache
+
+from app.asr.script import ScriptConverter
 
 _LANGUAGE_NAMES = {
     "en": "English",
@@ -43,6 +54,22 @@ The first two exchanges are format examples about a made-up candidate: copy thei
 never their facts.
 Answer in {language}."""
 
+_SYSTEM_PROMPT_ZH = """\
+你在一场实时面试中帮助求职者，是公开使用的练习和辅助工具。除了背景资料那条消息，每条用户\
+消息都是面试官刚问的问题，由语音识别实时转写：可能有听错的字、缺少标点或句子没说完。请回答\
+最可能的本意，不要评论转写本身。
+
+写候选人可以直接说出口的话，用第一人称（“我……”），口语化，像面试时自然地说：
+- 先给 2-4 条要点（以“- ”开头），每条只有几个词，候选人扫一眼就能说。
+- 然后最多一句简短的补充。
+- 不要别的内容：不要“好的！”“这个问题很好”之类的开场白，不要标题，不要结束语。
+
+相关时以候选人的简历为依据。不要编造简历里没有的雇主、职位、学历、证书或数字；简历里没有\
+相关内容时，就用可迁移的能力如实回答，或讲清思路。如果消息是寒暄而不是问题，用一句简短自然\
+的话回应。
+前两组对话是一位虚构候选人的格式示例：模仿它们的形式，不要照搬内容。
+始终用{script}中文回答，即使问题里夹杂英文；技术名词（如 Redis、Kubernetes）保留英文原文。"""
+
 FEW_SHOT: dict[str, tuple[tuple[str, str], ...]] = {
     "en": (
         (
@@ -64,16 +91,16 @@ FEW_SHOT: dict[str, tuple[tuple[str, str], ...]] = {
         (
             "请你讲一下你跟同事发生冲突的一次经历你是怎么处理的",
             "- 和同事在上线时间上有分歧\n"
-            "- 先单独沟通，听对方的顾虑\n"
-            "- 一起商定分阶段发布\n"
+            "- 先单独聊，听他的顾虑\n"
+            "- 一起定了分阶段发布\n"
             "最后按时上线，合作关系也更好了。",
         ),
         (
-            "你对库伯内提斯有什么使用经验",
+            "你对 Kubernetes 有什么使用经验，比如 scaling 这块",
             "- 用 Kubernetes 部署服务两年\n"
             "- 写过 Helm 模板和发布流水线\n"
-            "- 排查过线上扩容问题\n"
-            "主要是在云上的托管集群里使用。",
+            "- 线上 scaling 问题我排查过\n"
+            "主要是在云上的托管集群里用。",
         ),
     ),
 }
@@ -93,6 +120,32 @@ _CONTEXT_LABELS = {
 }
 
 
+_TRADITIONAL_TAGS = {"hant", "tw", "hk", "mo"}
+
+
+def prompt_language(language: str, chinese_script: str = "simplified") -> str:
+    """The prompt's language tag for an ASR language and caption script: "zh-Hant" for
+    Chinese shown in a Traditional script, else the language itself."""
+    if language_family(language) == "zh" and chinese_script != "simplified":
+        return "zh-Hant"
+    return language
+
+
+def is_traditional(language: str) -> bool:
+    parts = language.strip().lower().replace("_", "-").split("-")
+    return language_family(language) == "zh" and any(p in _TRADITIONAL_TAGS for p in parts[1:])
+
+
+@cache
+def _traditional(text: str) -> str:
+    return ScriptConverter("traditional").convert(text)
+
+
+def localise(text: str, language: str) -> str:
+    """Chinese texts in the session's script (they are written in Simplified)."""
+    return _traditional(text) if is_traditional(language) else text
+
+
 def language_family(language: str) -> str:
     """"zh" for any Chinese variant (zh-CN, zh_TW, cmn), else "en": the few-shot sets we have."""
     base = language.strip().lower().replace("_", "-").split("-")[0]
@@ -102,7 +155,8 @@ def language_family(language: str) -> str:
 def builtin_system_prompt(language: str) -> str:
     base = language.strip().lower().replace("_", "-").split("-")[0]
     if language_family(language) == "zh":
-        base = "zh"
+        traditional = is_traditional(language)
+        return localise(_SYSTEM_PROMPT_ZH.format(script="繁体" if traditional else "简体"), language)
     name = _LANGUAGE_NAMES.get(base, "the language the question is asked in")
     return _SYSTEM_PROMPT.format(language=name)
 
@@ -111,7 +165,8 @@ def context_message(resume: str | None, job_description: str | None, language: s
     """The background message, or None when there is nothing to say (no empty headings)."""
     if not resume and not job_description:
         return None
-    intro, resume_heading, jd_heading = _CONTEXT_LABELS[language_family(language)]
+    intro, resume_heading, jd_heading = (
+        localise(label, language) for label in _CONTEXT_LABELS[language_family(language)])
     parts = [intro]
     if resume:
         parts.append(f"{resume_heading}\n{resume}")

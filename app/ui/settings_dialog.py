@@ -34,7 +34,7 @@ from PySide6.QtWidgets import (
 )
 
 from app import secrets
-from app.config import Settings, save_settings
+from app.config import PROVIDER_PRESETS, Settings, save_settings
 from app.ui.hotkeys import ACTIONS, HotkeyError, parse_hotkey
 
 TURN_FIELDS: dict[str, str] = {
@@ -44,13 +44,27 @@ TURN_FIELDS: dict[str, str] = {
     "endpoint_question_silence_ms": "…after a question mark (ms)",
     "endpoint_thinking_silence_ms": "…after a thinking word (ms)",
 }
-LANGUAGES = ["en", "zh", "de", "fr", "es", "it", "ja", "ko", "pt", "ru", "auto"]
+LANGUAGES = {
+    "en": "English",
+    "zh": "Chinese (Mandarin)",
+    "auto": "Detect (English or Chinese, on the first question)",
+}
+"""The languages the app has end words and answer prompts for; another Whisper code can
+be typed in."""
+CHINESE_SCRIPTS = {
+    "simplified": "Simplified (简体)",
+    "traditional": "Traditional (繁體)",
+    "taiwan": "Traditional, Taiwan (臺灣)",
+    "hongkong": "Traditional, Hong Kong (香港)",
+}
+CUSTOM_PROVIDER = "custom"
 ASR_MODELS = ["bundled", "tiny.en", "base.en", "small.en", "tiny", "base", "small", "medium"]
 _LABELS: dict[str, str] = {
     **{f"turns.{k}": v for k, v in TURN_FIELDS.items()},
     "llm.base_url": "Endpoint base URL",
     "llm.model": "Model",
     "asr.language": "Language",
+    "asr.chinese_script": "Chinese captions",
     "asr.model": "ASR model",
     "audio.source": "Audio source",
     "answer.max_speculations": "Max speculations",
@@ -104,6 +118,20 @@ class SettingsDialog(QDialog):
     def _model_tab(self, s: Settings) -> QWidget:
         page = QWidget()
         form = QFormLayout(page)
+        self.provider = QComboBox()
+        self.provider.addItem("Custom", CUSTOM_PROVIDER)
+        for key, preset in PROVIDER_PRESETS.items():
+            self.provider.addItem(preset.label, key)
+        self.provider.setCurrentIndex(max(0, self.provider.findData(s.llm.provider)))
+        self.provider.activated.connect(lambda _index: self._apply_preset(self.provider.currentData()))
+        self.provider_note = QLabel(PROVIDER_PRESETS[s.llm.provider].note
+                                    if s.llm.provider in PROVIDER_PRESETS else "")
+        self.provider_note.setWordWrap(True)
+        self.provider_note.setObjectName("paneHint")
+        self.send_cache_key = QCheckBox("Send prompt_cache_key (OpenAI's cache routing)")
+        self.send_cache_key.setChecked(s.llm.send_prompt_cache_key)
+        self.send_usage = QCheckBox("Ask for usage in the stream (stream_options.include_usage)")
+        self.send_usage.setChecked(s.llm.send_include_usage)
         self.base_url = QLineEdit(s.llm.base_url or "")
         self.base_url.setPlaceholderText("empty = built-in local model (or OPENAI_BASE_URL)")
         self.model = QLineEdit(s.llm.model or "")
@@ -131,12 +159,28 @@ class SettingsDialog(QDialog):
         key_row.addWidget(show)
         self.http2 = QCheckBox("Use HTTP/2")
         self.http2.setChecked(s.llm.http2)
+        form.addRow("Provider", self.provider)
+        form.addRow("", self.provider_note)
         form.addRow("Endpoint base URL", self.base_url)
         form.addRow("Model", self.model)
         form.addRow("API key", key_row)
         form.addRow("", self.key_note)
         form.addRow("", self.http2)
+        form.addRow("", self.send_cache_key)
+        form.addRow("", self.send_usage)
         return page
+
+    def _apply_preset(self, key: str) -> None:
+        """Fill in a provider's address, model and options; the user can still edit them."""
+        preset = PROVIDER_PRESETS.get(key)
+        if preset is None:
+            self.provider_note.setText("")
+            return
+        self.base_url.setText(preset.base_url)
+        self.model.setText(preset.model)
+        self.send_cache_key.setChecked(preset.send_prompt_cache_key)
+        self.send_usage.setChecked(preset.send_include_usage)
+        self.provider_note.setText(preset.note)
 
     def _audio_tab(self, s: Settings) -> QWidget:
         page = QWidget()
@@ -161,8 +205,17 @@ class SettingsDialog(QDialog):
         device_row.addWidget(refresh)
         self.language = QComboBox()
         self.language.setEditable(True)
-        self.language.addItems(LANGUAGES)
-        self.language.setCurrentText(s.asr.language)
+        for code, label in LANGUAGES.items():
+            self.language.addItem(f"{code} — {label}", code)
+        index = self.language.findData(s.asr.language)
+        if index >= 0:
+            self.language.setCurrentIndex(index)
+        else:
+            self.language.setCurrentText(s.asr.language)
+        self.chinese_script = QComboBox()
+        for script, label in CHINESE_SCRIPTS.items():
+            self.chinese_script.addItem(label, script)
+        self.chinese_script.setCurrentIndex(max(0, self.chinese_script.findData(s.asr.chinese_script)))
         self.asr_model = QComboBox()
         self.asr_model.setEditable(True)
         self.asr_model.addItems(ASR_MODELS)
@@ -170,8 +223,17 @@ class SettingsDialog(QDialog):
         form.addRow("Audio source", self.source)
         form.addRow("Device", device_row)
         form.addRow("Language", self.language)
+        form.addRow("Chinese captions", self.chinese_script)
         form.addRow("ASR model", self.asr_model)
         return page
+
+    def language_code(self) -> str:
+        """The chosen code: a listed language's, or what was typed ("ja", "zh — …")."""
+        text = self.language.currentText().strip()
+        index = self.language.findText(text)
+        if index >= 0:
+            return str(self.language.itemData(index))
+        return text.split("—")[0].strip().lower()
 
     def _list_devices(self) -> None:
         """User-initiated only: PortAudio's start-up can take a moment."""
@@ -313,9 +375,13 @@ class SettingsDialog(QDialog):
         data["llm"]["base_url"] = base_url or None
         data["llm"]["model"] = self.model.text().strip() or None
         data["llm"]["http2"] = self.http2.isChecked()
+        data["llm"]["provider"] = self.provider.currentData()
+        data["llm"]["send_prompt_cache_key"] = self.send_cache_key.isChecked()
+        data["llm"]["send_include_usage"] = self.send_usage.isChecked()
         data["audio"]["source"] = self.source.currentData()
         data["audio"]["device"] = self.device.currentText().strip() or None
-        data["asr"]["language"] = self.language.currentText().strip()
+        data["asr"]["language"] = self.language_code()
+        data["asr"]["chinese_script"] = self.chinese_script.currentData()
         data["asr"]["model"] = self.asr_model.currentText().strip()
         for key, edit in (("resume_file", self.resume), ("job_description_file", self.job)):
             value = edit.text().strip()

@@ -3,6 +3,13 @@
 Fusion plus our own palette looks the same on every OS, which keeps the panes readable
 on a shared screen whatever the platform style does; "system" asks Qt for the OS colour
 scheme (and is re-applied when it changes).
+
+Chinese text needs a CJK font, and the right one: Qt's own fallback may draw Chinese
+with a Japanese face (Han unification: same code points, different glyph shapes) or
+with whatever font fontconfig finds first.  So every font we set lists, after the UI
+font, the system Chinese fonts of each OS in the caption script: Microsoft YaHei /
+JhengHei (Windows), PingFang (macOS), Noto Sans CJK (Linux: Debian's ``fonts-noto-cjk``,
+which the README and the Linux bundle's notes name).
 """
 
 from __future__ import annotations
@@ -11,13 +18,21 @@ from dataclasses import dataclass
 from typing import Literal
 
 from PySide6.QtCore import Qt
-from PySide6.QtGui import QColor, QFont, QGuiApplication, QPalette
+from PySide6.QtGui import QColor, QFont, QFontDatabase, QGuiApplication, QPalette
 from PySide6.QtWidgets import QApplication
 
 ThemeMode = Literal["system", "light", "dark"]
 
 LARGE_FONT_SCALE = 1.3
 """How much bigger the transcript and answer text get with ``ui.large_font``."""
+
+CJK_FAMILIES = {
+    "simplified": ("Microsoft YaHei UI", "Microsoft YaHei", "PingFang SC", "Hiragino Sans GB",
+                   "Noto Sans CJK SC", "Source Han Sans SC", "WenQuanYi Micro Hei"),
+    "traditional": ("Microsoft JhengHei UI", "Microsoft JhengHei", "PingFang TC",
+                    "Noto Sans CJK TC", "Source Han Sans TC"),
+}
+"""Chinese UI fonts per script, most preferred first; the missing ones are skipped."""
 
 
 @dataclass(frozen=True)
@@ -164,17 +179,34 @@ QLabel#error {{ color: {t.bad}; }}
 """
 
 
-def apply(app: QApplication, mode: ThemeMode) -> Theme:
+def cjk_families(script: str = "simplified") -> list[str]:
+    """The installed Chinese fonts for a caption script, in preference order."""
+    wanted = CJK_FAMILIES["simplified" if script == "simplified" else "traditional"]
+    installed = set(QFontDatabase.families())
+    other = CJK_FAMILIES["traditional" if script == "simplified" else "simplified"]
+    return [f for f in (*wanted, *other) if f in installed]
+
+
+def with_cjk_fallback(font: QFont, script: str = "simplified") -> QFont:
+    """``font`` first, then the installed Chinese fonts: Latin text keeps its look."""
+    out = QFont(font)
+    families = [f for f in (font.families() or [font.family()]) if f]
+    out.setFamilies([*families, *(f for f in cjk_families(script) if f not in families)])
+    return out
+
+
+def apply(app: QApplication, mode: ThemeMode, chinese_script: str = "simplified") -> Theme:
     theme = resolve(mode)
     app.setStyle("Fusion")
     app.setPalette(palette(theme))
     app.setStyleSheet(stylesheet(theme))
+    app.setFont(with_cjk_fallback(app.font(), chinese_script))
     return theme
 
 
-def pane_font(base: QFont, large: bool) -> QFont:
+def pane_font(base: QFont, large: bool, chinese_script: str = "simplified") -> QFont:
     """The reading font of the panes: a notch above the UI font, more with large_font."""
-    font = QFont(base)
+    font = with_cjk_fallback(base, chinese_script)
     size = base.pointSizeF() if base.pointSizeF() > 0 else 10.0
     font.setPointSizeF(size * (1.12 * (LARGE_FONT_SCALE if large else 1.0)))
     return font

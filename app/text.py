@@ -1,0 +1,69 @@
+"""Words of a transcript, for comparing and counting: one normaliser for every language.
+
+Chinese and Japanese are written without spaces, so "split on whitespace" makes a whole
+Chinese question one word: error rates, stabilisation and loop detection then see
+nothing.  Here every CJK character is a word of its own (the usual character-error-rate
+convention), Latin words stay whole, so a mixed question ("Redis 为什么这么快？") is
+``["redis", "为", "什", "么", "这", "么", "快"]``.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Iterable
+
+# Han (with extensions and compatibility ideographs), kana, hangul syllables.
+_CJK_CLASS = (
+    "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
+    "\U00020000-\U0003134f"
+)
+_CJK = re.compile(f"[{_CJK_CLASS}]")
+_WORD = re.compile(rf"[{_CJK_CLASS}]|[^\W{_CJK_CLASS}](?:[^\W{_CJK_CLASS}]|'(?=\w))*")
+_SEGMENT = re.compile(rf"\s*(?:[{_CJK_CLASS}]|[^\s{_CJK_CLASS}]+)[^\w\s]*")
+
+
+def is_cjk(char: str) -> bool:
+    return bool(_CJK.fullmatch(char))
+
+
+def has_cjk(text: str) -> bool:
+    return bool(_CJK.search(text))
+
+
+def words(text: str, fillers: Iterable[str] = ()) -> list[str]:
+    """Normalised words: NFKC, lower case, punctuation out, each CJK character a word.
+
+    ``fillers`` ("um", "嗯", "那个") are dropped wherever they stand as whole words; a
+    multi-character Chinese filler is dropped where its characters stand in a row.
+    """
+    found = _WORD.findall(unicodedata.normalize("NFKC", text).lower())
+    drop = [seq for f in fillers if (seq := _WORD.findall(unicodedata.normalize("NFKC", f).lower()))]
+    if not drop:
+        return found
+    drop.sort(key=len, reverse=True)
+    out: list[str] = []
+    i = 0
+    while i < len(found):
+        match = next((seq for seq in drop if found[i:i + len(seq)] == seq), None)
+        if match:
+            i += len(match)
+        else:
+            out.append(found[i])
+            i += 1
+    return out
+
+
+def segments(text: str) -> list[str]:
+    """The text cut into display units whose concatenation is the text (less edge spaces).
+
+    Each unit is one CJK character or one space-delimited Latin word, with the spaces
+    before it and the punctuation after it: joining units with "" rebuilds the caption
+    as written, in both scripts.
+    """
+    return _SEGMENT.findall(text.strip())
+
+
+def segment_key(segment: str) -> str:
+    """What two units must share to be "the same word": no case, spaces or punctuation."""
+    return "".join(words(segment))
