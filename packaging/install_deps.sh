@@ -32,9 +32,9 @@ PY="${PYTHON:-python3}"
 if [[ -x .venv/bin/python ]]; then VPY=.venv/bin/python; else VPY=.venv/Scripts/python.exe; fi
 
 "$VPY" -m pip install --upgrade pip
-extras="."
+extras=".[zh]"
 if [[ "${IC_BUNDLE_LLM:-1}" != 0 ]]; then
-  extras=".[local]"
+  extras=".[local,zh]"
   export CMAKE_ARGS="${CMAKE_ARGS:--DGGML_NATIVE=OFF}"
 fi
 "$VPY" -m pip install "$extras" "pyinstaller>=6.10" "pyinstaller-hooks-contrib>=2024.8"

@@ -28,7 +28,7 @@ fi
 
 [ -x .venv/bin/python ] || python3 -m venv .venv
 # llama-cpp-python builds from source; the native CPU build crashes on some CPUs.
-CMAKE_ARGS="-DGGML_NATIVE=OFF" .venv/bin/pip install -q --disable-pip-version-check -e '.[local,dev,bundle,diagnostics]'
+CMAKE_ARGS="-DGGML_NATIVE=OFF" .venv/bin/pip install -q --disable-pip-version-check -e '.[local,zh,dev,bundle,diagnostics]'
 
 .venv/bin/ruff check app tests packaging
 .venv/bin/mypy app

@@ -43,6 +43,7 @@ from app.events import (
     EventBus,
     FinalEvent,
     FirstTokenEvent,
+    LanguageEvent,
     RequestEvent,
     RequestKind,
     RestoredEvent,
@@ -111,7 +112,8 @@ class AnswerEngine:
     def __init__(self, settings: Settings, bus: EventBus, clock: SessionClock, prompt: PromptBuilder,
                  client_factory: ClientFactory, *, model: str, session_id: str, base_url: str = "",
                  strategy: Strategy = Strategy(), send_cache_key: bool = True,
-                 prime_cache: bool = False) -> None:
+                 prime_cache: bool = False,
+                 prompt_for_language: Callable[[str], PromptBuilder] | None = None) -> None:
         self._settings = settings
         self._bus = bus
         self._clock = clock
@@ -122,6 +124,9 @@ class AnswerEngine:
         self._prime_cache = prime_cache
         self._strategy = strategy
         self._low_latency = settings.answer.low_latency and strategy.speculation
+        self._session_id = session_id
+        self._send_cache_key = send_cache_key
+        self._prompt_for_language = prompt_for_language
         self._cache_key = cache_key(session_id, prompt.prefix_messages()) if send_cache_key else None
         self._fillers = frozenset(w for ws in settings.answer.filler_words.values() for w in ws)
         self._tags = tags_of([w for ws in settings.turns.end_words.values() for w in ws])
@@ -176,7 +181,7 @@ class AnswerEngine:
 
     def on_event(self, event: Event) -> None:
         """Bus listener: hand the interviewer's turn events to the loop thread."""
-        if isinstance(event, SpeculateEvent | ResumedEvent) or (
+        if isinstance(event, SpeculateEvent | ResumedEvent | LanguageEvent) or (
                 isinstance(event, FinalEvent) and event.speaker == "interviewer"):
             self._call(self._handle, event)
 
@@ -276,6 +281,8 @@ class AnswerEngine:
             self._on_final(event)
         elif isinstance(event, ResumedEvent):
             self._on_resumed(event)
+        elif isinstance(event, LanguageEvent):
+            self._on_language(event.language)
 
     def _turn(self, number: int) -> _Turn:
         if number not in self._turns:
@@ -328,6 +335,19 @@ class AnswerEngine:
                 for request in turn.speculations:
                     if not request.settled:
                         self._cancel(request)
+
+    def _on_language(self, language: str) -> None:
+        """An ``auto`` session settled its language: answer in it, with its own prefix."""
+        if self._prompt_for_language is None:
+            return
+        prompt = self._prompt_for_language(language)
+        if prompt.language == self._prompt.language:
+            return
+        for turn in self._prompt.turns:
+            prompt.record_turn(turn.question, turn.answer, key=turn.key)
+        self._prompt = prompt
+        if self._send_cache_key:
+            self._cache_key = cache_key(self._session_id, prompt.prefix_messages())
 
     def _on_resumed(self, event: ResumedEvent) -> None:
         """The interviewer went on: the answer to the first half is no answer any more."""

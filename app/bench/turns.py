@@ -34,8 +34,7 @@ from typing import Any
 
 from app.answer.engine import Strategy
 from app.answer.similarity import tags_of, without_tags, words
-from app.asr.decoder import WhisperDecoder
-from app.asr.model import load_model
+from app.asr.decoder import WhisperDecoder, load_decoder
 from app.bench.corpus import Clip, load_corpus, median, ms, p95
 from app.config import Settings
 from app.events import (
@@ -100,9 +99,7 @@ class TurnResult:
 
 def run(settings: Settings, args: argparse.Namespace) -> dict[str, Any]:
     clips = load_corpus(args.corpus, args.limit)
-    model = load_model(settings.asr.model, compute_type=settings.asr.compute_type,
-                       cpu_threads=settings.asr.cpu_threads)
-    decoder = WhisperDecoder(model, settings.asr.language)
+    decoder = load_decoder(settings.asr)
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]
     with _endpoint(args) as endpoint:
         print(f"endpoint: {endpoint.base_url} ({endpoint.model})", flush=True)

@@ -301,6 +301,8 @@ class LlmClient:
         first_token_timeout: float = 4.0,
         stall_timeout: float = 8.0,
         rate_limit_max_wait: float = 5.0,
+        send_cache_key: bool = True,
+        send_include_usage: bool = True,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.base_url = base_url.rstrip("/")
@@ -330,8 +332,10 @@ class LlmClient:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._closed = False
         self._models: list[str] | None = None
-        self._use_stream_options = True
-        self._use_cache_key = True
+        # Optional fields a provider may not take (the presets say which); a 400 that names
+        # one turns it off for the session either way.
+        self._use_stream_options = send_include_usage
+        self._use_cache_key = send_cache_key
         self._max_tokens_field = "max_tokens"
         self._streams = 0
         self._acquiring = 0

@@ -62,10 +62,14 @@ class _Turn:
 class Endpointer:
     def __init__(self, config: TurnConfig, language: str = "en") -> None:
         self._cfg = config
-        lang = language.split("-")[0]
-        self._end_words = [w.lower() for w in config.end_words.get(lang, [])]
-        self._thinking = {w.lower() for w in config.thinking_words.get(lang, [])}
+        self.set_language(language)
         self._turn: _Turn | None = None
+
+    def set_language(self, language: str) -> None:
+        """End words and thinking words of ``language`` (an ``auto`` session settles it late)."""
+        lang = language.split("-")[0]
+        self._end_words = [w.lower() for w in self._cfg.end_words.get(lang, [])]
+        self._thinking = {w.lower() for w in self._cfg.thinking_words.get(lang, [])}
 
     @property
     def turn(self) -> int | None:
