@@ -33,16 +33,18 @@ class VadEvent(Event):
     speech: bool
 
 
+Speaker = Literal["interviewer", "candidate"]
+"""Who spoke: only the interviewer asks questions; the candidate's words are context."""
+
+
 @dataclass(frozen=True, slots=True)
 class LevelEvent(Event):
     """Input level (dBFS of the loudest recent frame) for meters; not written to logs."""
 
     name: ClassVar[str] = "level"
     dbfs: float
-
-
-Speaker = Literal["interviewer", "candidate"]
-"""Who spoke: only the interviewer asks questions; the candidate's words are context."""
+    speaker: Speaker = "interviewer"
+    """Whose input it measures: the window has a meter for each."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -92,7 +92,7 @@ class Listener:
             decoder, settings.asr, clock, on_partial=self._on_partial, on_final=self._on_final,
             on_error=bus.emit, on_language=self._on_language, hangover_s=settings.vad.hangover_ms / 1000,
             reuse_final=options.reuse_final, speaker=options.speaker)
-        self._meter = LevelMeter(clock)
+        self._meter = LevelMeter(clock, speaker=options.speaker)
         self._lock = threading.Lock()
         self._turn: int | None = None
         self._closed: _Closed | None = None

@@ -11,7 +11,7 @@ import numpy as np
 
 from app.audio.frames import AudioFrame, Samples
 from app.clock import SessionClock
-from app.events import LevelEvent
+from app.events import LevelEvent, Speaker
 
 SILENCE_DBFS = -120.0
 EVERY_FRAMES = 3
@@ -29,8 +29,9 @@ def dbfs(samples: Samples) -> float:
 class LevelMeter:
     """The loudest frame of every few frames, as a ``level`` event for meters."""
 
-    def __init__(self, clock: SessionClock, every: int = EVERY_FRAMES) -> None:
+    def __init__(self, clock: SessionClock, every: int = EVERY_FRAMES, speaker: Speaker = "interviewer") -> None:
         self._clock = clock
+        self._speaker: Speaker = speaker
         self._every = every
         self._peak = SILENCE_DBFS
         self._frames = 0
@@ -40,6 +41,6 @@ class LevelMeter:
         self._frames += 1
         if self._frames % self._every:
             return None
-        event = LevelEvent(t=self._clock.now(), dbfs=round(self._peak, 1))
+        event = LevelEvent(t=self._clock.now(), dbfs=round(self._peak, 1), speaker=self._speaker)
         self._peak = SILENCE_DBFS
         return event
