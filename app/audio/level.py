@@ -29,7 +29,8 @@ def dbfs(samples: Samples) -> float:
 class LevelMeter:
     """The loudest frame of every few frames, as a ``level`` event for meters."""
 
-    def __init__(self, clock: SessionClock, every: int = EVERY_FRAMES, speaker: Speaker = "interviewer") -> None:
+    def __init__(self, clock: SessionClock, every: int = EVERY_FRAMES,
+                 speaker: Speaker = "interviewer") -> None:
         self._clock = clock
         self._speaker: Speaker = speaker
         self._every = every
