@@ -185,7 +185,8 @@ def _build(settings: Settings, args: argparse.Namespace, *, answers: bool) -> Se
         if answers else None
     try:
         return Session(settings, audio_file=audio, speed=getattr(args, "speed", 1.0), llm=llm,
-                       answers=answers, stop_on_audio_error=True)
+                       answers=answers, stop_on_audio_error=True,
+                       candidate_file=getattr(args, "candidate_audio", None))
     except ModelError as exc:
         raise FatalError(str(exc)) from exc
 
@@ -374,6 +375,10 @@ def _apply_flags(settings: Settings, args: argparse.Namespace) -> None:
         settings.audio.source, settings.audio.device = "mic", None
     if getattr(args, "device", None):
         settings.audio.source, settings.audio.device = "mic", args.device
+    if getattr(args, "candidate_device", None):
+        off = args.candidate_device == "off"
+        settings.audio.candidate = "off" if off else "mic"
+        settings.audio.candidate_device = None if off else args.candidate_device
     if getattr(args, "http2", False):
         settings.llm.http2 = True
     if getattr(args, "resume", None):
@@ -389,6 +394,10 @@ def _add_audio_flags(p: argparse.ArgumentParser, *, positional: bool = False) ->
         p.add_argument("--audio", metavar="FILE", help="replay this audio file instead of a device")
     p.add_argument("--mic", action="store_true", help="listen to the default microphone")
     p.add_argument("--device", metavar="NAME|INDEX", help="listen to this input device (see --list-devices)")
+    p.add_argument("--candidate-audio", metavar="FILE",
+                   help="replay your side of the call from this file, on the same clock as --audio")
+    p.add_argument("--candidate-device", metavar="NAME|INDEX|off",
+                   help="your microphone (default: the system's; off: only the interviewer is heard)")
     p.add_argument("--speed", type=_speed, default=1.0, help="file replay speed (1 = real time)")
     p.add_argument("--asr-model", help='"bundled" (tiny.en), a Whisper size name or a model folder')
     p.add_argument("--language", help="Whisper language code (default: en)")

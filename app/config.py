@@ -26,9 +26,13 @@ class _Section(BaseModel):
 
 
 class AudioConfig(_Section):
-    source: Literal["file", "mic", "loopback"] = "mic"
+    source: Literal["file", "mic", "loopback"] = "loopback"
+    """The interviewer: what the speakers play (a call), or a microphone or a file."""
     device: str | None = None
     """Input device name (substring) or index; None = system default."""
+    candidate: Literal["off", "mic"] = "mic"
+    """You: your microphone, transcribed as context (never answered)."""
+    candidate_device: str | None = None
 
 
 class VadConfig(_Section):

@@ -25,8 +25,11 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+import numpy as np
+
 from app.asr.decoder import WhisperDecoder
 from app.asr.streaming import StreamingRecognizer
+from app.asr.worker import DecodeWorker
 from app.audio.frames import AudioFrame, AudioSource
 from app.audio.level import LevelMeter
 from app.clock import SessionClock
@@ -61,6 +64,12 @@ class ListenerOptions:
     """Speech soon after an endpoint continues that turn's question."""
     speaker: Speaker = "interviewer"
 
+    @property
+    def asks(self) -> bool:
+        """Only the interviewer asks: the candidate's turns make no guesses, endpoints,
+        continuations or speech events, only captions (partials and finals)."""
+        return self.speaker == "interviewer"
+
 
 @dataclass(slots=True)
 class _Closed:
@@ -73,8 +82,15 @@ class _Closed:
 class Listener:
     def __init__(self, source: AudioSource, decoder: WhisperDecoder, settings: Settings,
                  bus: EventBus, clock: SessionClock, next_turn: Callable[[], int],
-                 options: ListenerOptions = ListenerOptions(),
-                 on_source_error: Callable[[str], None] | None = None) -> None:
+                 options: ListenerOptions = ListenerOptions(), *,
+                 on_source_error: Callable[[str], None] | None = None,
+                 worker: DecodeWorker | None = None,
+                 tap: Callable[[AudioFrame], None] | None = None,
+                 is_echo: Callable[[AudioFrame], bool] | None = None,
+                 on_speech: Callable[[float], None] | None = None) -> None:
+        """``worker``: the session's shared decoding thread; ``tap`` sees every frame (the
+        echo detector's reference); a frame ``is_echo`` calls an echo counts as silence;
+        ``on_speech`` is told (with the audio time) when this speaker starts talking."""
         self._source = source
         self._bus = bus
         self._clock = clock
@@ -82,20 +98,26 @@ class Listener:
         self._next_turn = next_turn
         self._options = options
         self._on_source_error_cb = on_source_error
+        self._tap = tap
+        self._is_echo = is_echo
+        self._on_speech = on_speech
         turns = settings.turns
         if not options.question_shortcut:
             turns = turns.model_copy(update={"endpoint_question_silence_ms": turns.endpoint_silence_ms})
-        self._continuation_s = turns.continuation_window_ms / 1000 if options.continuations else 0.0
+        continues = options.continuations and options.asks
+        self._continuation_s = turns.continuation_window_ms / 1000 if continues else 0.0
         self._vad = VoiceDetector(settings.vad)
         self._endpointer = Endpointer(turns, settings.asr.language)
         self._recognizer = StreamingRecognizer(
             decoder, settings.asr, clock, on_partial=self._on_partial, on_final=self._on_final,
             on_error=bus.emit, on_language=self._on_language, hangover_s=settings.vad.hangover_ms / 1000,
-            reuse_final=options.reuse_final, speaker=options.speaker)
+            reuse_final=options.reuse_final, speaker=options.speaker, worker=worker)
         self._meter = LevelMeter(clock, speaker=options.speaker)
         self._lock = threading.Lock()
         self._turn: int | None = None
         self._closed: _Closed | None = None
+        self._other_spoke_at = -1.0
+        """Audio time the other speaker last started talking."""
         self._recent: collections.deque[AudioFrame] = collections.deque(
             maxlen=int((self._continuation_s + 1.0) * 1000 / 30) + 1)
         self._end_speech = False
@@ -128,6 +150,12 @@ class Listener:
     def answer_now(self) -> None:
         self._decide(lambda: self._endpointer.force(self._audio_now))
 
+    def other_spoke(self, t: float) -> None:
+        """The candidate started talking at ``t``: after that, this speaker's next words
+        are a new question, whatever the pause."""
+        with self._lock:
+            self._other_spoke_at = max(self._other_spoke_at, t)
+
     @property
     def source_name(self) -> str:
         return self._source.name
@@ -153,6 +181,10 @@ class Listener:
         level = self._meter.feed(frame)
         if level is not None:
             self._bus.emit(level)
+        if self._tap is not None:
+            self._tap(frame)
+        if self._is_echo is not None and self._is_echo(frame):
+            frame = AudioFrame(frame.t, np.zeros_like(frame.samples))  # the interviewer, heard again
         with self._lock:
             if self._end_speech:
                 self._vad.end_speech()
@@ -178,6 +210,8 @@ class Listener:
                     decisions = self._endpointer.force(frame.end)
                 events += self._apply(decisions)
         self._emit(events)
+        if step.onset and self._on_speech is not None:
+            self._on_speech(step.onset[0].t)
 
     def _speech_started(self, onset: list[AudioFrame]) -> list[Event]:
         """A new voiced run: a new turn, or the continuation of the one just ended."""
@@ -189,7 +223,8 @@ class Listener:
         # The onset is reported once min_speech of voiced frames were heard: speech began then.
         began = speech_start - self._settings.vad.min_speech_ms / 1000
         pause = max(0.0, began - closed.voiced_end) if closed else 0.0
-        if closed is not None and pause <= self._continuation_s:
+        answered = closed is not None and self._other_spoke_at >= closed.voiced_end
+        if closed is not None and pause <= self._continuation_s and not answered:
             self._turn = closed.turn
             self._recognizer.resume(closed.turn, list(self._recent))
             events.append(ResumedEvent(t=now, turn=closed.turn, pause=round(pause, 4)))
@@ -256,4 +291,5 @@ class Listener:
 
     def _emit(self, events: list[Event]) -> None:
         for event in events:
-            self._bus.emit(event)
+            if self._options.asks or isinstance(event, PartialEvent | FinalEvent):
+                self._bus.emit(event)

@@ -14,6 +14,7 @@ answer is a new request of the same turn.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import threading
 import uuid
@@ -22,7 +23,8 @@ from typing import Literal, Protocol
 
 from app.answer.engine import AnswerEngine, Strategy
 from app.asr.decoder import AUTO, WhisperDecoder, load_decoder
-from app.audio import AudioError, AudioSource, source_from_config
+from app.asr.worker import DecodeWorker
+from app.audio import AudioError, AudioSource, FileSource, open_source, source_from_config
 from app.clock import SessionClock
 from app.config import Settings
 from app.events import ErrorEvent, EventBus, SessionState, SessionStateEvent, StatusEvent
@@ -87,6 +89,7 @@ class Session:
     """The one owner of a running session (implements :class:`Controller`)."""
 
     def __init__(self, settings: Settings, *, audio_file: str | Path | None = None, speed: float = 1.0,
+                 candidate_file: str | Path | None = None,
                  llm: LlmEndpoint | None = None, answers: bool = True, strategy: Strategy = Strategy(),
                  listener_options: ListenerOptions = ListenerOptions(), bus: EventBus | None = None,
                  decoder: WhisperDecoder | None = None, stop_on_audio_error: bool = False) -> None:
@@ -95,6 +98,7 @@ class Session:
         self.clock = SessionClock()
         self.session_id = uuid.uuid4().hex[:12]
         self._audio_file = audio_file
+        self._candidate_file = candidate_file
         self._speed = speed
         self._llm = llm
         self._answers = answers
@@ -110,6 +114,10 @@ class Session:
         self._shut = False
         self._starter: threading.Thread | None = None
         self._listener: Listener | None = None
+        """The interviewer's: the one that asks."""
+        self._candidate: Listener | None = None
+        self._worker = DecodeWorker()
+        """One decoding thread for both voices, the interviewer's passes first."""
         self._engine: AnswerEngine | None = None
         self._local_server: LocalServer | None = None
         self.failure: tuple[FailureKind, str] | None = None
@@ -150,9 +158,11 @@ class Session:
     def _stop_listening(self) -> None:
         with self._lock:
             self._cancel.set()
-            listener, self._listener = self._listener, None
-        if listener is not None:
-            listener.stop()
+            listeners = [self._listener, self._candidate]
+            self._listener = self._candidate = None
+        for listener in listeners:
+            if listener is not None:
+                listener.stop()
 
     def shutdown(self, timeout: float = 5.0) -> None:
         """Stop everything before exit; idempotent, bounded, leaves no child process."""
@@ -209,9 +219,9 @@ class Session:
         """
         self._set_state("starting")
         self._start_steps(strict=True)
-        listener = self._listener
-        if listener is not None:
-            listener.finish(timeout)
+        for listener in (self._listener, self._candidate):
+            if listener is not None:
+                listener.finish(timeout)
         if self._engine is not None:
             self._engine.wait_idle(timeout)
 
@@ -241,7 +251,7 @@ class Session:
                 raise
             return
         try:
-            self._listen(source)
+            self._listen(source, self._open_candidate())
             if self._answers and self._engine is None and not self._cancel.is_set():
                 self._engine = self._start_engine()
         except Exception as exc:  # the caller has returned: say it rather than lose it
@@ -249,18 +259,46 @@ class Session:
             if strict:
                 raise
 
-    def _listen(self, source: AudioSource) -> None:
-        listener = Listener(source, self._decoder, self._turn_settings(), self.bus, self.clock,
-                            lambda: next(self._turn_ids), self._listener_options,
-                            on_source_error=self._on_source_error)
+    def _open_candidate(self) -> AudioSource | None:
+        """The candidate's microphone, if any: a replay has it only when given one.
+
+        Its failure is said and the session goes on: the interviewer's side is what
+        answers need.
+        """
+        audio = self.settings.audio
+        try:
+            if self._candidate_file is not None:
+                return FileSource(self._candidate_file, self.clock, speed=self._speed)
+            if self._audio_file is not None or audio.candidate == "off" or audio.source == "mic":
+                return None  # a replay, or the interviewer is the microphone already
+            return open_source(audio.candidate_device, self.clock)
+        except AudioError as exc:
+            self.bus.emit(ErrorEvent(t=self.clock.now(), stage="audio",
+                                     message=f"your microphone: {exc} The interviewer's side keeps working."))
+            return None
+
+    def _listen(self, source: AudioSource, candidate_source: AudioSource | None) -> None:
+        settings = self._turn_settings()
+        next_turn = lambda: next(self._turn_ids)  # noqa: E731 - one counter for both voices
+        listener = Listener(source, self._decoder, settings, self.bus, self.clock, next_turn,
+                            self._listener_options, on_source_error=self._on_source_error,
+                            worker=self._worker)
+        candidate = None
+        if candidate_source is not None:
+            options = dataclasses.replace(self._listener_options, speaker="candidate")
+            candidate = Listener(candidate_source, self._decoder, settings, self.bus, self.clock, next_turn,
+                                 options, worker=self._worker, on_speech=listener.other_spoke)
         with self._changed:
             if self._cancel.is_set():
                 return
-            self._listener = listener
+            self._listener, self._candidate = listener, candidate
             listener.start()
+            if candidate is not None:
+                candidate.start()
             listening = self._transition("listening")
         self._announce(listening)
-        self._status("audio", f"listening to {source.name}")
+        names = source.name + (f" and your microphone {candidate_source.name}" if candidate_source else "")
+        self._status("audio", f"listening to {names}")
 
     def _on_source_error(self, message: str) -> None:
         """The device is gone: the window waits for it to come back, a headless run ends."""

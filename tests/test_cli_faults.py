@@ -96,7 +96,7 @@ def test_missing_qt_libraries_are_named_and_the_run_goes_on_headless(
     monkeypatch.delenv("WAYLAND_DISPLAY", raising=False)
     monkeypatch.delenv("QT_QPA_PLATFORM", raising=False)
     monkeypatch.setattr(platform_check, "missing_packages", lambda: ["libxcb-icccm4", "libxcb-keysyms1"])
-    code = main(["--audio", str(synth("Hello there.")), "--speed", "4", *DEAD])
+    code = main(["--audio", str(synth("Why are you interested in this role?")), "--speed", "2", *DEAD])
     err = capsys.readouterr().err
     assert "sudo apt install libxcb-icccm4 libxcb-keysyms1" in err and "headless" in err
     assert code == 3 and "session saved" in err  # ran headless; the dead endpoint answered nothing

@@ -1,7 +1,7 @@
 """Endpoint and speculation rules, with plain numbers on the audio clock."""
 
 from app.config import TurnConfig
-from app.turns.endpointer import Endpoint, Endpointer, Speculate
+from app.turns.endpointer import Discard, Endpoint, Endpointer, Speculate
 
 
 def started(cfg: TurnConfig | None = None, language: str = "en") -> Endpointer:
@@ -146,10 +146,12 @@ def test_thresholds_come_from_config() -> None:
     assert isinstance(ep.tick(2.4)[0], Endpoint)
 
 
-def test_no_endpoint_without_any_transcript() -> None:
+def test_speech_without_any_transcript_is_discarded_not_endpointed() -> None:
     ep = started()
     speak_until(ep, 1.0)
-    assert ep.tick(5.0) == []
+    assert ep.tick(1.5) == []  # words may still come
+    assert ep.tick(1.81) == [Discard(1)]  # endpoint_silence_ms (800) of silence and no words
+    assert ep.tick(5.0) == []  # forgotten: the next speech is a turn of its own
 
 
 def test_force_ends_the_turn_with_what_was_heard() -> None:

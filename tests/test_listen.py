@@ -109,7 +109,7 @@ def test_the_embedded_llm_confirms_questions_sooner(server: FakeServer, local: b
     from app.session import Session
 
     events: list[Event] = []
-    copilot = Session(Settings(), audio_file=synth("Why are you interested in this role?"), speed=2.0,
+    copilot = Session(Settings(), audio_file=synth("Why are you interested in this role?"),
                       llm=LlmEndpoint(server.start(), "sk-good", "gpt-4o-mini", local=local))
     copilot.bus.subscribe(events.append)
     try:

@@ -180,9 +180,8 @@ class AnswerEngine:
     # --- inputs (any thread) --------------------------------------------------------
 
     def on_event(self, event: Event) -> None:
-        """Bus listener: hand the interviewer's turn events to the loop thread."""
-        if isinstance(event, SpeculateEvent | ResumedEvent | LanguageEvent) or (
-                isinstance(event, FinalEvent) and event.speaker == "interviewer"):
+        """Bus listener: hand the turn events to the loop thread."""
+        if isinstance(event, SpeculateEvent | FinalEvent | ResumedEvent | LanguageEvent):
             self._call(self._handle, event)
 
     @property
@@ -277,6 +276,8 @@ class AnswerEngine:
     def _handle(self, event: Event) -> None:
         if isinstance(event, SpeculateEvent):
             self._on_speculate(event)
+        elif isinstance(event, FinalEvent) and event.speaker == "candidate":
+            self._on_candidate(event.text)
         elif isinstance(event, FinalEvent):
             self._on_final(event)
         elif isinstance(event, ResumedEvent):
@@ -335,6 +336,11 @@ class AnswerEngine:
                 for request in turn.speculations:
                     if not request.settled:
                         self._cancel(request)
+
+    def _on_candidate(self, said: str) -> None:
+        """Only the interviewer asks: the candidate's words are context for what follows."""
+        if self._last_turn is not None:
+            self._prompt.record_candidate(said, key=self._last_turn.number)
 
     def _on_language(self, language: str) -> None:
         """An ``auto`` session settled its language: answer in it, with its own prefix."""

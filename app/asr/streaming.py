@@ -15,15 +15,16 @@ aside in a Chinese interview stays Chinese-decoded), and ``on_language`` hears i
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 
 from app.asr.decoder import AUTO, Hypothesis, WhisperDecoder
 from app.asr.guards import cut_repetition, is_hallucination
 from app.asr.stabilizer import LocalAgreement
+from app.asr.worker import DecodeWorker, Job
 from app.audio.frames import SAMPLE_RATE, AudioFrame, Samples
 from app.clock import SessionClock
 from app.config import AsrConfig
@@ -70,13 +71,14 @@ class _FinalJob:
 
 
 class StreamingRecognizer:
-    """Owns the current utterance's audio and the single ASR worker thread."""
+    """Owns one speaker's current utterance; its passes run on a :class:`DecodeWorker`
+    (shared by the session's recognisers, or a private one)."""
 
     def __init__(self, decoder: WhisperDecoder, config: AsrConfig, clock: SessionClock, *,
                  on_partial: PartialHandler, on_final: FinalHandler, on_error: ErrorHandler,
                  on_language: LanguageHandler | None = None,
                  hangover_s: float = 0.09, reuse_final: bool = True,
-                 speaker: Speaker = "interviewer") -> None:
+                 speaker: Speaker = "interviewer", worker: DecodeWorker | None = None) -> None:
         self._decoder = decoder
         self._cfg = config
         self._clock = clock
@@ -88,9 +90,11 @@ class StreamingRecognizer:
         self._hangover = hangover_s
         self._reuse_final = reuse_final
         self._speaker: Speaker = speaker
+        self.priority = 0 if speaker == "interviewer" else 1
         self._interval = config.partial_interval_ms / 1000
         self._stabilizer = LocalAgreement()
-        self._cond = threading.Condition()
+        self._worker = worker or DecodeWorker()
+        self._cond = self._worker.cond
         self._current: _Utterance | None = None
         self._last: _Utterance | None = None
         """The utterance finalized last: a continuation reopens it."""
@@ -98,24 +102,16 @@ class StreamingRecognizer:
         self._last_pass_request_end = 0.0
         self._finals: list[_FinalJob] = []
         self._busy = False
-        self._running = False
-        self._thread: threading.Thread | None = None
         self.passes = 0
         self.decode_seconds = 0.0
 
     # --- lifecycle ---------------------------------------------------------------
 
     def start(self) -> None:
-        self._running = True
-        self._thread = threading.Thread(target=self._work, name="asr-worker", daemon=True)
-        self._thread.start()
+        self._worker.attach(self)
 
     def stop(self, timeout: float = 10.0) -> None:
-        with self._cond:
-            self._running = False
-            self._cond.notify_all()
-        if self._thread:
-            self._thread.join(timeout)
+        self._worker.detach(self, timeout)
 
     @property
     def language(self) -> str | None:
@@ -227,36 +223,36 @@ class StreamingRecognizer:
     def _want_pass(self, at: float) -> None:
         self._last_pass_request_end = at
         self._pass_wanted = True
-        self._cond.notify_all()
+        self._worker.wake()
 
-    # --- the worker ----------------------------------------------------------------
+    # --- on the worker ---------------------------------------------------------------
 
-    def _work(self) -> None:
-        while True:
-            with self._cond:
-                while self._running and not self._finals and not self._pass_wanted:
-                    self._cond.wait()
-                if not self._running:
-                    return
-                job = self._finals.pop(0) if self._finals else None
-                snapshot = None
-                if job is None and self._current is not None:
-                    utt = self._current
-                    until = min(utt.end, utt.last_voiced_end + self._hangover)
-                    snapshot = (utt, until, utt.audio(until))
-                self._pass_wanted = False
-                self._busy = True
-            try:
-                if job is not None:
-                    self._run_final(job)
-                elif snapshot is not None:
-                    self._run_partial(*snapshot)
-            except Exception as exc:  # a failed pass must not kill the worker
-                self._on_error(ErrorEvent(t=self._clock.now(), stage="asr",
-                                          message=f"decoding failed: {exc}"))
-            finally:
-                with self._cond:
-                    self._busy = False
+    def take_job(self) -> Job | None:
+        """A final waiting, else a pass over the newest audio (``cond`` held)."""
+        if self._busy or not (self._finals or self._pass_wanted):
+            return None
+        final = self._finals.pop(0) if self._finals else None
+        self._pass_wanted = False
+        if final is not None:
+            job: Job = partial(self._run_final, final)
+        elif self._current is not None:
+            utt = self._current
+            until = min(utt.end, utt.last_voiced_end + self._hangover)
+            # snapshot now: a pass never waits for newer audio, the next one covers it
+            job = partial(self._run_partial, utt, until, utt.audio(until))
+        else:
+            return None
+        self._busy = True
+        return partial(self._guarded, job)
+
+    def job_done(self) -> None:
+        self._busy = False
+
+    def _guarded(self, job: Job) -> None:
+        try:
+            job()
+        except Exception as exc:  # a failed pass must not kill the worker
+            self._on_error(ErrorEvent(t=self._clock.now(), stage="asr", message=f"decoding failed: {exc}"))
 
     def _decode(self, audio: Samples) -> tuple[str, Hypothesis]:
         hyp: Hypothesis = self._decoder.decode(audio, language=self._language)

@@ -17,6 +17,7 @@ system message because some local chat templates reject anything else.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import math
@@ -26,6 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from app.prompt.texts import (
+    CANDIDATE_SAID,
     CONTEXT_ACK,
     FEW_SHOT,
     builtin_system_prompt,
@@ -44,6 +46,8 @@ class Turn:
     answer: str
     key: int | None = None
     """The session's turn id: a continued or regenerated turn replaces its entry."""
+    said: tuple[str, ...] = ()
+    """What the candidate said after the question (the microphone's transcript)."""
 
 
 class PromptBuilder:
@@ -81,6 +85,7 @@ class PromptBuilder:
             prefix += [_user(context), _assistant(localise(CONTEXT_ACK[language_family(language)], language))]
         self._prefix: tuple[Message, ...] = tuple(prefix)
         self._turns: list[Turn] = []
+        self._said_early: dict[int, list[str]] = {}
 
     @property
     def turns(self) -> tuple[Turn, ...]:
@@ -97,11 +102,26 @@ class PromptBuilder:
         question, answer = question.strip(), answer.strip()
         if not question or not answer:
             return
+        said: tuple[str, ...] = ()
         if key is not None:
+            said = next((t.said for t in self._turns if t.key == key), ())
+            said += tuple(self._said_early.pop(key, ()))
             self.forget_turn(key)
-        self._turns.append(Turn(question, answer, key))
+        self._turns.append(Turn(question, answer, key, said))
         if len(self._turns) > self.max_turns:
             del self._turns[: max(1, self.max_turns // 2)]
+
+    def record_candidate(self, said: str, *, key: int) -> None:
+        """The candidate's own words after the question of turn ``key``: they go into the
+        history right after that turn, so the prefix of later requests only grows."""
+        said = said.strip()
+        if not said:
+            return
+        for i, turn in enumerate(self._turns):
+            if turn.key == key:
+                self._turns[i] = dataclasses.replace(turn, said=(*turn.said, said))
+                return
+        self._said_early.setdefault(key, []).append(said)  # before its answer was done
 
     def forget_turn(self, key: int) -> None:
         """Drop a turn whose answer was withdrawn (the question went on)."""
@@ -116,8 +136,11 @@ class PromptBuilder:
 
     def history_messages(self) -> list[Message]:
         out: list[Message] = []
+        template = localise(CANDIDATE_SAID[language_family(self.language)], self.language)
         for turn in self._turns:
             out += [_user(turn.question), _assistant(turn.answer)]
+            if turn.said:
+                out.append(_user(template.format(said=" ".join(turn.said))))
         return out
 
     def messages(self, question: str) -> list[Message]:

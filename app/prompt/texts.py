@@ -105,6 +105,12 @@ FEW_SHOT: dict[str, tuple[tuple[str, str], ...]] = {
     ),
 }
 
+CANDIDATE_SAID = {
+    "en": "(What I actually said: {said})",
+    "zh": "（我实际说的是：{said}）",
+}
+"""The candidate's own words after a suggestion, so follow-up questions have context."""
+
 CONTEXT_ACK = {
     "en": "Understood. I will answer as this candidate.",
     "zh": "明白，我会以这位候选人的身份回答。",

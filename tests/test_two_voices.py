@@ -1,0 +1,100 @@
+"""Both sides of the call: the interviewer asks, the candidate's words are context.
+
+Two files replayed on one session clock through real VAD, real Whisper and the answer
+engine against the test server."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from app.asr.decoder import WhisperDecoder
+from app.config import Settings
+from app.events import (
+    EndpointEvent,
+    Event,
+    FinalEvent,
+    PartialEvent,
+    RequestEvent,
+    ResumedEvent,
+    SpeculateEvent,
+)
+from app.llm.endpoint import LlmEndpoint
+from app.llm.fake_server import FakeServer, Profile
+from app.session import Session
+from tests.speech import read_wav, synth, trimmed, write_wav
+
+Q1 = "Have you ever worked with Kafka?"
+Q2 = "What is your biggest weakness?"
+SAID = "Yes, at a bank."
+
+
+@pytest.fixture
+def server() -> Iterator[FakeServer]:
+    with FakeServer(Profile(ttft=0.05, tokens_per_s=400, answer_tokens=10), api_key="k") as s:
+        yield s
+
+
+def _tracks(tmp: Path) -> tuple[Path, Path, float]:
+    """(interviewer track, candidate track, seconds from Q1's end to Q2's start)."""
+    """The interviewer asks Q1; the candidate answers 0.4 s after it ends; the interviewer
+    asks Q2 0.4 s after the candidate stops — within 2 s of Q1's end, so only the
+    candidate's turn keeps Q2 from continuing Q1."""
+    q1, q2 = read_wav(trimmed(synth(Q1))), read_wav(trimmed(synth(Q2)))
+    said = read_wav(trimmed(synth(SAID, voice="en-us+f3", rate=190)))
+    rate = 16_000
+    lead, gap_before, gap_after = int(0.5 * rate), int(0.4 * rate), int(0.4 * rate)
+    q1_end = lead + len(q1)
+    said_end = q1_end + gap_before + len(said)
+    total = said_end + gap_after + len(q2) + int(1.5 * rate)
+    interviewer = np.zeros(total, dtype=np.int16)
+    candidate = np.zeros(total, dtype=np.int16)
+    interviewer[lead:q1_end] = q1
+    candidate[q1_end + gap_before:said_end] = said
+    interviewer[said_end + gap_after:said_end + gap_after + len(q2)] = q2
+    write_wav(tmp / "interviewer.wav", interviewer)
+    write_wav(tmp / "candidate.wav", candidate)
+    return tmp / "interviewer.wav", tmp / "candidate.wav", (said_end + gap_after - q1_end) / rate
+
+
+def test_only_the_interviewer_is_answered_and_the_candidate_is_context(
+        decoder: WhisperDecoder, server: FakeServer, tmp_path: Path) -> None:
+    interviewer, candidate, q1_to_q2 = _tracks(tmp_path)
+    assert q1_to_q2 < Settings().turns.continuation_window_ms / 1000  # the premise
+    events: list[Event] = []
+    lock = threading.Lock()
+
+    def record(event: Event) -> None:
+        with lock:
+            events.append(event)
+
+    session = Session(Settings(), audio_file=interviewer, candidate_file=candidate, decoder=decoder,
+                      llm=LlmEndpoint(server.start(), "k", "gpt-4o-mini", local=False))
+    session.bus.subscribe(record)
+    try:
+        session.run_file()
+    finally:
+        session.shutdown()
+    finals = [e for e in events if isinstance(e, FinalEvent)]
+    theirs = [f for f in finals if f.speaker == "interviewer"]
+    mine = [f for f in finals if f.speaker == "candidate"]
+    assert [("kafka" in f.text.lower(), "weakness" in f.text.lower()) for f in theirs] == \
+        [(True, False), (False, True)], [f.text for f in finals]
+    assert len(mine) == 1 and "bank" in mine[0].text.lower()
+    partials = [p for p in events if isinstance(p, PartialEvent) and p.turn == mine[0].turn]
+    assert partials and all(p.speaker == "candidate" for p in partials)
+    # no guess, endpoint or request is about the candidate's words
+    asked = [e.text.lower() for e in events if isinstance(e, RequestEvent | SpeculateEvent)]
+    assert asked and not any("bank" in text for text in asked)
+    assert mine[0].turn not in {e.turn for e in events if isinstance(e, EndpointEvent | RequestEvent)}
+    # Q2 came within the continuation window of Q1, but after the candidate spoke: a new turn
+    assert not [e for e in events if isinstance(e, ResumedEvent)]
+    assert theirs[1].turn != theirs[0].turn
+    # the candidate's words are in the history of the request for Q2
+    q2_request = next(r for r in server.chat_requests() if "weakness" in str(r.body["messages"][-1]).lower())
+    history = " ".join(str(m["content"]) for m in q2_request.body["messages"][:-1])
+    assert "bank" in history.lower() and "kafka" in history.lower()
