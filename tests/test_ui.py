@@ -306,8 +306,9 @@ def test_controls_drive_the_controller(
     window.cancel_button.click()
     window.regen_button.click()
     window.low_latency_button.click()
+    window.withdraw_action.trigger()
     assert controller.calls == ["start", "answer_now", "cancel_answer", "regenerate",
-                                "set_low_latency:False"]
+                                "set_low_latency:False", "retract_answer"]
     assert window.start_button.text() == "Stop listening"
     assert "off" in window.status.low_latency_label.text()
 
