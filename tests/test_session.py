@@ -20,6 +20,7 @@ from app.events import Event, FinalEvent, PartialEvent, SessionStateEvent
 from app.llm.local_server import llama_cpp_available
 from app.session import Session
 from tests.speech import synth
+from tests.test_audio_device import SPEC, PulseDaemon, needs_pulse, pulse  # noqa: F401 - the fixture
 
 QUESTION = "Why are you interested in this role?"
 
@@ -144,3 +145,28 @@ def test_kill_9_during_a_replay_keeps_every_final_already_shown(tmp_path: Path) 
     parsed = [json.loads(line) for line in lines[:-1]]  # every line but a torn last one parses
     assert lines[-1] == "" or json.loads(lines[-1])
     assert [e["text"] for e in parsed if e["event"] == "final"] == [shown["text"]]
+
+
+@pytest.mark.pulse
+@needs_pulse
+def test_headless_exits_1_soon_after_the_device_dies(pulse: PulseDaemon, tmp_path: Path) -> None:  # noqa: F811
+    env = {**_env(tmp_path), **{k: v for k, v in pulse.env.items() if k.startswith(("XDG_RUNTIME", "PULSE"))}}
+    child = subprocess.Popen(_cli(["listen", "--headless", "--device", SPEC, "--candidate-device", "off",
+                                   "--base-url", "http://127.0.0.1:9/v1", "--api-key", "x"]),
+                             env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 30
+        saved = tmp_path / "data"
+        while time.monotonic() < deadline and not list(saved.rglob("session-*.jsonl")):
+            time.sleep(0.1)
+        session_file = next(saved.rglob("session-*.jsonl"))
+        while time.monotonic() < deadline and '"listening"' not in session_file.read_text():
+            time.sleep(0.1)
+        pulse.kill()
+        killed = time.monotonic()
+        _, err = child.communicate(timeout=20)
+    finally:
+        child.kill()
+    assert child.returncode == 1, err
+    assert time.monotonic() - killed < 5
+    assert SPEC in err and "Traceback" not in err and "session saved" in err
