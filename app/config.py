@@ -41,6 +41,13 @@ class VadConfig(_Section):
     """Within speech, a frame this far below the utterance's loudest is silence even if
     webrtcvad still calls it voiced (its decision trails the end of speech by ~120 ms);
     0 turns the gate off."""
+    noise_margin_db: float = Field(default=12.0, ge=0.0, le=60.0)
+    """A frame is speech only this far above the room's noise floor (the quietest frame of
+    the last ``noise_window_s``): 30 ms frames of steady noise stay within ~11 dB of that
+    minimum, speech is 20 dB or more above a room's tone; 0 turns the noise gate off."""
+    noise_window_s: float = Field(default=3.0, ge=0.5, le=30.0)
+    """How far back the noise floor looks: long enough to always hold a gap between
+    words, short enough to follow a fan that starts."""
 
 
 class AsrConfig(_Section):

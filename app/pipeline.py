@@ -177,5 +177,5 @@ class Transcriber:
             else:
                 self._bus.emit(EndpointEvent(t=now, turn=decision.turn, reason=decision.reason,
                                              silence=decision.silence))
-                self._vad.end_speech()
+                self._vad.request_end()  # applied by the audio thread on its next frame
                 self._recognizer.finalize(decision.turn)
