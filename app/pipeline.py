@@ -32,6 +32,7 @@ from app.events import (
     VadEvent,
 )
 from app.turns.endpointer import Decision, Endpoint, Endpointer, Speculate
+from app.turns.signals import SignalRequest, SignalResult, SignalWorker, TurnSignals
 from app.vad.detector import VoiceDetector
 
 LEVEL_EVERY_FRAMES = 3
@@ -62,6 +63,8 @@ class Transcriber:
         self._recognizer = StreamingRecognizer(
             decoder, settings.asr, clock, on_partial=self._on_partial, on_final=self._on_final,
             on_error=bus.emit, hangover_s=settings.vad.hangover_ms / 1000, reuse_final=options.reuse_final)
+        self._signals = (SignalWorker(lambda: TurnSignals.load(turns, settings.asr.language),
+                                      self._on_signals) if turns.policy == "signals" else None)
         self._lock = threading.Lock()
         self._utterance = 0
         self._audio_now = 0.0
@@ -73,6 +76,8 @@ class Transcriber:
 
     def start(self) -> None:
         self._running = True
+        if self._signals:
+            self._signals.start()
         self._recognizer.start()
         self._source.start(self._on_frame, self._on_source_error)
 
@@ -80,6 +85,8 @@ class Transcriber:
         self._running = False
         self._source.stop()
         self._recognizer.stop()
+        if self._signals:
+            self._signals.stop()
 
     def finish(self, timeout: float = 60.0) -> bool:
         """After a file has played: end the open turn and wait until its final is out."""
@@ -158,8 +165,18 @@ class Transcriber:
     def _on_partial(self, partial: PartialEvent) -> None:
         self._bus.emit(partial)
         with self._lock:
-            self._handle(self._endpointer.partial(partial.turn, partial.hypothesis or partial.text,
-                                                  partial.stable, partial.audio_end, self._audio_now))
+            text = partial.hypothesis or partial.text
+            self._handle(self._endpointer.partial(partial.turn, text, partial.stable, partial.audio_end,
+                                                  self._audio_now))
+            if self._signals and self._endpointer.current(partial.turn, partial.audio_end):
+                self._signals.submit(SignalRequest(partial.turn, text, partial.audio_end))
+
+    # --- end-of-turn signals thread ----------------------------------------------------
+
+    def _on_signals(self, result: SignalResult) -> None:
+        with self._lock:
+            self._handle(self._endpointer.eot(result.turn, result.text, result.audio_end, self._audio_now,
+                                              words_logp=result.words_logp, sound_p=result.sound_p))
 
     def _on_final(self, final: FinalEvent) -> None:
         self._bus.emit(final)

@@ -100,6 +100,12 @@ class Endpointer:
         turn.question_streak = turn.question_streak + 1 if self._question_like(text) else 0
         return self._decide(now)
 
+    def current(self, turn_id: int, audio_end: float) -> bool:
+        """Does a partial of ``turn_id`` decoded up to ``audio_end`` cover all the voice so
+        far?  Only such a partial is worth an end-of-turn score."""
+        turn = self._turn
+        return turn is not None and turn.id == turn_id and audio_end >= turn.last_voiced_end - _EPS
+
     def eot(self, turn_id: int, text: str, audio_end: float, now: float, *,
             words_logp: float | None = None, sound_p: float | None = None) -> list[Decision]:
         """End-of-turn signals arrived for ``text`` (the words model's log P(end)) and for

@@ -16,6 +16,10 @@ kept, so a call mostly pays for the new words.  Results are cached per transcrip
 from __future__ import annotations
 
 import collections
+import contextlib
+import ctypes
+import io
+import logging
 import re
 import threading
 from pathlib import Path
@@ -25,12 +29,33 @@ import numpy as np
 
 from app.llm.local_server import find_bundled_model, llama_cpp_available
 
+log = logging.getLogger(__name__)
+
 PROMPT = "<|im_start|>user\n"
 END_TOKEN = "<|im_end|>"
 _FINAL_PUNCT = re.compile(r"[\s\.,!?;:…。，！？；：、\-—\"'“”]+$")
 _CACHE_SIZE = 512
 _N_CTX = 256
 """Tokens: the prompt plus ~200 words of transcript, more than any one question."""
+
+
+_LOG_CALLBACKS: list[Any] = []
+"""ctypes callbacks handed to llama.cpp, kept alive as long as the process."""
+
+
+def _quiet_llama_logs() -> None:
+    """Route llama.cpp's own log to this module's logger, errors only (once)."""
+    if _LOG_CALLBACKS:
+        return
+    import llama_cpp
+
+    def forward(level: int, text: bytes, _user_data: Any) -> None:
+        if level == 3:  # GGML_LOG_LEVEL_ERROR
+            log.error("llama.cpp: %s", text.decode("utf-8", "replace").rstrip())
+
+    callback = llama_cpp.llama_log_callback(forward)
+    _LOG_CALLBACKS.append(callback)
+    llama_cpp.llama_log_set(callback, ctypes.c_void_p(0))
 
 
 def prepare(text: str) -> str:
@@ -52,8 +77,13 @@ class WordsScorer:
         try:
             from llama_cpp import Llama
 
-            self._llm: Any = Llama(model_path=str(path), n_ctx=_N_CTX, n_threads=threads,
-                                   n_threads_batch=threads, logits_all=True, verbose=False)
+            _quiet_llama_logs()
+            # verbose=False would point the process's stdout and stderr file descriptors at
+            # /dev/null while loading: other threads' events written meanwhile were lost.
+            # verbose=True leaves them alone; its few Python-level prints are swallowed here.
+            with contextlib.redirect_stderr(io.StringIO()):
+                self._llm: Any = Llama(model_path=str(path), n_ctx=_N_CTX, n_threads=threads,
+                                       n_threads_batch=threads, logits_all=True, verbose=True)
         except Exception as exc:  # a broken install: the other signals decide
             raise WordsUnavailable(f"the end-of-turn model did not load: {exc}") from exc
         self._prompt = self._llm.tokenize(PROMPT.encode(), add_bos=False, special=True)
