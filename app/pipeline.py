@@ -29,6 +29,7 @@ from app.events import (
     LevelEvent,
     PartialEvent,
     SpeculateEvent,
+    StatusEvent,
     VadEvent,
 )
 from app.turns.endpointer import Decision, Endpoint, Endpointer, Speculate
@@ -64,7 +65,8 @@ class Transcriber:
             decoder, settings.asr, clock, on_partial=self._on_partial, on_final=self._on_final,
             on_error=bus.emit, hangover_s=settings.vad.hangover_ms / 1000, reuse_final=options.reuse_final)
         self._signals = (SignalWorker(lambda: TurnSignals.load(turns, settings.asr.language),
-                                      self._on_signals) if turns.policy == "signals" else None)
+                                      self._on_signals, self._on_signals_ready)
+                         if turns.policy == "signals" else None)
         self._lock = threading.Lock()
         self._utterance = 0
         self._audio_now = 0.0
@@ -172,6 +174,11 @@ class Transcriber:
                 self._signals.submit(SignalRequest(partial.turn, text, partial.audio_end))
 
     # --- end-of-turn signals thread ----------------------------------------------------
+
+    def _on_signals_ready(self, signals: TurnSignals) -> None:
+        self._bus.emit(StatusEvent(t=self._clock.now(), stage="turns", message=signals.status))
+        with self._lock:
+            self._endpointer.expect_words(signals.words is not None)
 
     def _on_signals(self, result: SignalResult) -> None:
         with self._lock:

@@ -161,3 +161,21 @@ def test_the_interviewers_own_pauses_stretch_the_unsure_wait() -> None:
     assert wait is not None and 860 <= wait.endpoint_ms <= 880  # 1.25 x ~0.7 s
     assert not any(isinstance(d, Endpoint) for d in ep.tick(3.8))
     assert any(isinstance(d, Endpoint) for d in ep.tick(3.9))
+
+
+def test_while_the_words_are_being_scored_the_guess_waits_for_them() -> None:
+    pending = decide(CFG, TextCues(), Evidence(words_pending=True))
+    assert (pending.endpoint_ms, pending.speculate_ms) == (800, 250)
+    ep = started()
+    ep.expect_words(True)
+    speak_until(ep, 2.0)
+    assert ep.partial(1, "Why are you", "", 2.0, 2.1) == []
+    assert ep.tick(2.2) == []  # 200 ms into a pause, the model not heard yet: no guess
+    assert ep.eot(1, "Why are you", 2.0, 2.21, words_logp=-19.0) == []  # unfinished: still none
+    assert ep.tick(2.5) == []
+    speak_until(ep, 3.0, start=2.5)
+    text = "Why are you interested in this role?"
+    ep.partial(1, text, "", 3.0, 3.12)
+    out = ep.eot(1, text, 3.0, 3.16, words_logp=-4.0)
+    assert out == [Speculate(1, text, "question")]  # the verdict came: guess at once
+    assert isinstance(ep.tick(3.25)[0], Endpoint)

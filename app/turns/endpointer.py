@@ -75,6 +75,12 @@ class Endpointer:
         self._turn: _Turn | None = None
         self._pauses: collections.deque[float] = collections.deque(maxlen=_LEARNED_PAUSES)
         """Lengths (ms) of the interviewer's latest pauses inside a question."""
+        self._expect_words = False
+
+    def expect_words(self, expected: bool) -> None:
+        """The words model is loaded and scores current partials: until its score for the
+        current text arrives, a guess waits for it (see :mod:`app.turns.policy`)."""
+        self._expect_words = expected
 
     @property
     def turn(self) -> int | None:
@@ -169,10 +175,12 @@ class Endpointer:
                       or any(w in text.lower() for w in self._question_words)),
             trailing=self._trails_off(text),
             question_streak=turn.question_streak)
-        words = turn.words_logp if turn.words_key == normalize(text) else None
+        scored = turn.words_key == normalize(text)
+        words = turn.words_logp if scored else None
         sound = turn.sound_p if turn.sound_audio_end >= turn.last_voiced_end - _EPS else None
         learned = max(self._pauses) if self._cfg.learn_pauses and self._pauses else None
-        return decide(self._cfg, cues, Evidence(words, sound), learned)
+        pending = self._expect_words and not scored
+        return decide(self._cfg, cues, Evidence(words, sound, words_pending=pending), learned)
 
     def _decide_by_rules(self, now: float) -> list[Decision]:
         """The endpointer before the end-of-turn signals (``policy = "rules"``)."""

@@ -19,12 +19,14 @@ wait.
 The request should be on the wire before the endpoint fires: the guess goes out at the
 first current partial once the pause is a pause (``speculate_min_pause_ms``), except
 when more words are expected (incomplete, thinking): then ``speculate_lead_ms`` before
-the endpoint.
+the endpoint.  While the words model is still scoring the text, the guess waits for its
+verdict or ``speculate_silence_ms``, whichever comes first: pauses of 150-250 ms inside
+a question are common, and a guess on "why are you" is a request thrown away.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 from app.config import TurnConfig
@@ -56,6 +58,8 @@ class Evidence:
 
     words_logp: float | None = None
     sound_p: float | None = None
+    words_pending: bool = False
+    """The words model is scoring this text right now (its result is ~100 ms away)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,9 +85,12 @@ def decide(cfg: TurnConfig, cues: TextCues, evidence: Evidence,
     if cues.trailing and not cues.tag:
         return _wait(cfg, "thinking", cfg.endpoint_thinking_silence_ms, None)
     if evidence.words_logp is None and sound is None:
-        if cues.question_streak >= 2:
-            return _wait(cfg, "complete", cfg.endpoint_question_silence_ms, None)
-        return _wait(cfg, "uncertain", cfg.endpoint_silence_ms, None)
+        rules = (_wait(cfg, "complete", cfg.endpoint_question_silence_ms, None) if cues.question_streak >= 2
+                 else _wait(cfg, "uncertain", cfg.endpoint_silence_ms, None))
+        if evidence.words_pending:  # a guess on words the model may call unfinished is a wasted request
+            return replace(rules, speculate_ms=min(rules.endpoint_ms,
+                                                   max(rules.speculate_ms, cfg.speculate_silence_ms)))
+        return rules
     score = 1.0 if cues.tag else 0.5 if cues.question else 0.0
     if evidence.words_logp is not None:
         score += words_vote(cfg, evidence.words_logp)

@@ -109,9 +109,11 @@ class TurnSignals:
 class SignalWorker:
     """One thread scoring the newest request; ``on_result`` is called on that thread."""
 
-    def __init__(self, load: Callable[[], TurnSignals], on_result: Callable[[SignalResult], None]) -> None:
+    def __init__(self, load: Callable[[], TurnSignals], on_result: Callable[[SignalResult], None],
+                 on_ready: Callable[[TurnSignals], None] | None = None) -> None:
         self._load = load
         self._on_result = on_result
+        self._on_ready = on_ready
         self._cond = threading.Condition()
         self._pending: SignalRequest | None = None
         self._running = False
@@ -151,6 +153,11 @@ class SignalWorker:
             log.exception("end-of-turn signals did not load")
             self.signals = TurnSignals(None, None, f"End of turn: signals failed ({exc}); text rules decide.")
         self.ready.set()
+        if self._on_ready is not None:
+            try:
+                self._on_ready(self.signals)
+            except Exception:
+                log.exception("end-of-turn ready handler failed")
         while True:
             with self._cond:
                 while self._running and self._pending is None:
