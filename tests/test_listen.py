@@ -110,7 +110,8 @@ def test_the_embedded_llm_confirms_questions_sooner(server: FakeServer, local: b
     from app.events import EndpointEvent, Event
 
     events: list[Event] = []
-    copilot = Copilot(Settings(turns=TurnConfig(policy="rules")), audio_file=synth("Why are you interested in this role?"), speed=2.0,
+    copilot = Copilot(Settings(turns=TurnConfig(policy="rules")),
+                      audio_file=synth("Why are you interested in this role?"), speed=2.0,
                       endpoint=Endpoint(server.start(), "sk-good", "gpt-4o-mini", local=local))
     copilot.bus.subscribe(events.append)
     try:
