@@ -24,11 +24,14 @@ COMPONENTS: tuple[tuple[str, str, str | None], ...] = (
     ("webrtcvad", "webrtcvad-wheels", None),
     ("numpy", "numpy", "numpy"),
     ("llama-cpp-python", "llama_cpp_python", None),
+    ("onnxruntime", "onnxruntime", None),
+    ("pipecat-ai (Smart Turn model only)", "pipecat-ai", None),
 )
 
 MODEL_LICENCES: tuple[tuple[str, str, str], ...] = (
     ("Whisper tiny.en (speech recognition)", "OpenAI", "MIT"),
-    ("SmolLM2-135M-Instruct (local answers)", "Hugging Face", "Apache-2.0"),
+    ("SmolLM2-135M-Instruct (end of turn, local answers)", "Hugging Face", "Apache-2.0"),
+    ("Smart Turn v3.2 (end of turn, optional)", "Daily (pipecat)", "BSD-2-Clause"),
 )
 
 
@@ -71,6 +74,12 @@ def local_llm_available() -> bool:
     return llama_cpp_available() and find_bundled_model() is not None
 
 
+def smart_turn_available() -> bool:
+    from app.turns.sound import find_model
+
+    return find_model() is not None
+
+
 def about_text() -> str:
     """Plain text for an About box or ``--about`` output."""
     lines = [f"Interview Copilot {__version__}", "",
@@ -80,8 +89,9 @@ def about_text() -> str:
     lines += [f"  {name} {version}" for name, version in versions.items() if name != "app"]
     lines += ["", "Models:"]
     has_llm = local_llm_available()
+    has_smart_turn = smart_turn_available()
     for model, author, licence in MODEL_LICENCES:
-        if "SmolLM2" in model and not has_llm:
+        if ("SmolLM2" in model and not has_llm) or ("Smart Turn" in model and not has_smart_turn):
             continue
         lines.append(f"  {model}: {author}, {licence} licence")
     lines += [

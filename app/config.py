@@ -46,6 +46,13 @@ class VadConfig(_Section):
     """Within speech, a frame this far below the utterance's loudest is silence even if
     webrtcvad still calls it voiced (its decision trails the end of speech by ~120 ms);
     0 turns the gate off."""
+    noise_margin_db: float = Field(default=12.0, ge=0.0, le=60.0)
+    """A frame is speech only this far above the room's noise floor (the quietest frame of
+    the last ``noise_window_s``): 30 ms frames of steady noise stay within ~11 dB of that
+    minimum, speech is 20 dB or more above a room's tone; 0 turns the noise gate off."""
+    noise_window_s: float = Field(default=3.0, ge=0.5, le=30.0)
+    """How far back the noise floor looks: long enough to always hold a gap between
+    words, short enough to follow a fan that starts."""
 
 
 class AsrConfig(_Section):
@@ -67,7 +74,44 @@ class AsrConfig(_Section):
 
 
 class TurnConfig(_Section):
-    """Endpointing thresholds (all in milliseconds of silence after the last voiced frame)."""
+    """Endpointing thresholds (all in milliseconds of silence after the last voiced frame).
+
+    ``policy = "signals"`` (the product) lets the end-of-turn signals set the wait (see
+    :mod:`app.turns.policy`); ``"rules"`` is the endpointer as it was before them, kept as
+    a benchmark baseline.
+    """
+
+    policy: Literal["signals", "rules"] = "signals"
+    endpoint_complete_ms: int = Field(default=250, ge=50, le=5000)
+    """Signals say the question is finished: end after this much silence (humans leave
+    ~200 ms between turns; 250 ms stays above the 150-240 ms gaps between words)."""
+    endpoint_uncertain_ms: int = Field(default=600, ge=50, le=10000)
+    """Signals are unsure: the middle wait (longer than most pauses between clauses of
+    fluent speech, shorter than the 800 ms used when no model spoke)."""
+    endpoint_incomplete_ms: int = Field(default=1200, ge=100, le=20000)
+    """Signals say more words are coming: the commercial endpointers' long fallback."""
+    speculate_lead_ms: int = Field(default=600, ge=0, le=10000)
+    """When more words are expected, guess this long before the endpoint: a relayed
+    answer's first token takes ~250-450 ms, so it is there when the endpoint fires."""
+    learn_pauses: bool = True
+    """Dynamic endpointing: when unsure, wait 1.25x the longest of the interviewer's last
+    8 pauses inside a question (never beyond the incomplete wait)."""
+    words_model: bool = True
+    """Score the words with the bundled SmolLM2-135M (end-of-turn token probability)."""
+    words_languages: list[str] = Field(default_factory=lambda: ["en"])
+    """Languages the words model was checked on: on Chinese it does not separate finished
+    from cut questions (dev-zh: AUC 0.63, every score below -15), so the rules decide."""
+    words_complete_logp: float = -10.0
+    """log P(end) at which the words vote 'finished' (+1); most finished English questions
+    score above it, few cut ones (dev: 71 % vs 8 %)..."""
+    words_incomplete_logp: float = -16.0
+    """...and at which they vote 'unfinished' (-1); linear in between."""
+    smart_turn: bool = False
+    """Score the audio with Smart Turn v3.2 too (trained on human prosody: off by default,
+    it does not separate synthesized voices)."""
+    smart_turn_weight: float = Field(default=0.5, ge=0.0, le=2.0)
+    """Its vote is weight x (2p - 1): at 0.5 it can tip an unsure verdict, never overrule
+    the words."""
 
     speculate_silence_ms: int = Field(default=250, ge=0, le=5000)
     speculate_min_pause_ms: int = Field(default=150, ge=0, le=5000)
@@ -94,6 +138,13 @@ class TurnConfig(_Section):
             "zh": ["对吧", "是这样", "嗯", "是不是", "好吗"],
         }
     )
+    final_particles: dict[str, list[str]] = Field(
+        default_factory=lambda: {"en": [], "zh": ["吗", "呢", "吧"]})
+    """A question that ends in one of these is finished (counted like an end word)."""
+    question_words: dict[str, list[str]] = Field(
+        default_factory=lambda: {"en": [], "zh": ["什么", "怎么", "为什么", "哪", "多少"]})
+    """Words that make a sentence a question wherever they stand (worth half a vote, as
+    a "?"); English ones open questions that may still go on, so there are none."""
     thinking_words: dict[str, list[str]] = Field(
         default_factory=lambda: {
             "en": ["and", "so", "but", "or", "because", "like", "then", "um", "uh", "the", "a"],

@@ -45,9 +45,11 @@ from app.events import (
     ResumedEvent,
     Speaker,
     SpeculateEvent,
+    StatusEvent,
     VadEvent,
 )
 from app.turns.endpointer import Decision, Discard, Endpoint, Endpointer, Speculate
+from app.turns.signals import SignalRequest, SignalResult, SignalWorker, TurnSignals
 from app.vad.detector import VoiceDetector
 
 AUDIO_ERROR = "audio"
@@ -87,10 +89,12 @@ class Listener:
                  worker: DecodeWorker | None = None,
                  tap: Callable[[AudioFrame], None] | None = None,
                  is_echo: Callable[[AudioFrame], bool] | None = None,
-                 on_speech: Callable[[float], None] | None = None) -> None:
+                 on_speech: Callable[[float], None] | None = None,
+                 turn_signals: Callable[[], TurnSignals] | None = None) -> None:
         """``worker``: the session's shared decoding thread; ``tap`` sees every frame (the
         echo detector's reference); a frame ``is_echo`` calls an echo counts as silence;
-        ``on_speech`` is told (with the audio time) when this speaker starts talking."""
+        ``on_speech`` is told (with the audio time) when this speaker starts talking;
+        ``turn_signals`` loads the end-of-turn models (once per session: the caller caches)."""
         self._source = source
         self._bus = bus
         self._clock = clock
@@ -113,6 +117,12 @@ class Listener:
             on_error=bus.emit, on_language=self._on_language, hangover_s=settings.vad.hangover_ms / 1000,
             reuse_final=options.reuse_final, speaker=options.speaker, worker=worker)
         self._meter = LevelMeter(clock, speaker=options.speaker)
+        scored = options.asks and turns.policy == "signals" and turn_signals is not None
+        self._signals = SignalWorker(turn_signals, self._on_signals, self._on_signals_ready) \
+            if scored and turn_signals is not None else None
+        self._scoring = self._signals is not None
+        """Partials go to the end-of-turn models (off once the language is one they do not know)."""
+        self._words_languages = set(turns.words_languages)
         self._lock = threading.Lock()
         self._turn: int | None = None
         self._closed: _Closed | None = None
@@ -120,8 +130,6 @@ class Listener:
         """Audio time the other speaker last started talking."""
         self._recent: collections.deque[AudioFrame] = collections.deque(
             maxlen=int((self._continuation_s + 1.0) * 1000 / 30) + 1)
-        self._end_speech = False
-        """Set under the lock by whoever ends a turn; applied to the VAD by the audio thread."""
         self._audio_now = 0.0
         self._running = False
 
@@ -129,6 +137,8 @@ class Listener:
 
     def start(self) -> None:
         self._running = True
+        if self._signals is not None:
+            self._signals.start()
         self._recognizer.start()
         self._source.start(self._on_frame, self._on_source_error)
 
@@ -136,6 +146,8 @@ class Listener:
         self._running = False
         self._source.stop()
         self._recognizer.stop()
+        if self._signals is not None:
+            self._signals.stop()
 
     def finish(self, timeout: float = 60.0) -> bool:
         """After a file has played: end the open turn and wait until its final is out."""
@@ -185,11 +197,7 @@ class Listener:
             self._tap(frame)
         if self._is_echo is not None and self._is_echo(frame):
             frame = AudioFrame(frame.t, np.zeros_like(frame.samples))  # the interviewer, heard again
-        with self._lock:
-            if self._end_speech:
-                self._vad.end_speech()
-                self._end_speech = False
-        step = self._vad.process(frame)  # the VAD is only ever touched here, on this thread
+        step = self._vad.process(frame)  # the VAD's state changes here only, on this thread
         events: list[Event] = []
         with self._lock:
             self._audio_now = frame.end
@@ -243,8 +251,24 @@ class Listener:
 
     def _on_partial(self, partial: PartialEvent) -> None:
         self._bus.emit(partial)
-        self._decide(lambda: self._endpointer.partial(partial.turn, partial.hypothesis or partial.text,
-                                                      partial.stable, partial.audio_end, self._audio_now))
+        text = partial.hypothesis or partial.text
+        with self._lock:
+            events = self._apply(self._endpointer.partial(partial.turn, text, partial.stable,
+                                                          partial.audio_end, self._audio_now))
+            if self._scoring and self._signals and self._endpointer.current(partial.turn, partial.audio_end):
+                self._signals.submit(SignalRequest(partial.turn, text, partial.audio_end))
+        self._emit(events)
+
+    # --- end-of-turn signals thread ----------------------------------------------------
+
+    def _on_signals_ready(self, signals: TurnSignals) -> None:
+        self._bus.emit(StatusEvent(t=self._clock.now(), stage="turns", message=signals.status))
+        with self._lock:
+            self._endpointer.expect_words(signals.words is not None and self._scoring)
+
+    def _on_signals(self, result: SignalResult) -> None:
+        self._decide(lambda: self._endpointer.eot(result.turn, result.text, result.audio_end, self._audio_now,
+                                                  words_logp=result.words_logp, sound_p=result.sound_p))
 
     def _on_final(self, final: FinalEvent) -> None:
         self._bus.emit(final)
@@ -253,6 +277,9 @@ class Listener:
         """An ``auto`` session settled its language: end words and particles follow it."""
         with self._lock:
             self._endpointer.set_language(event.language)
+            if event.language not in self._words_languages:
+                self._scoring = False  # the words model was not checked on this language
+                self._endpointer.expect_words(False)
         self._bus.emit(event)
 
     # --- decisions ----------------------------------------------------------------------
@@ -275,13 +302,13 @@ class Listener:
                 events.append(SpeculateEvent(t=now, turn=decision.turn, text=decision.text,
                                              reason=decision.reason))
             elif isinstance(decision, Discard):  # speech with no words (a noise burst): forget it
-                self._end_speech = True
+                self._vad.request_end()  # applied by the audio thread on its next frame
                 self._turn = None
                 self._recognizer.discard(decision.turn)
             else:
                 events.append(EndpointEvent(t=now, turn=decision.turn, reason=decision.reason,
                                             silence=decision.silence))
-                self._end_speech = True
+                self._vad.request_end()
                 self._turn = None
                 self._closed = _Closed(decision.turn, self._audio_now - decision.silence)
                 final = self._recognizer.finalize(decision.turn)

@@ -37,6 +37,7 @@ from app.prompt.builder import PromptBuilder
 from app.prompt.documents import DocumentError, load_job_description, load_resume
 from app.prompt.texts import prompt_language
 from app.redact import display_url
+from app.turns.signals import TurnSignals
 
 FailureKind = Literal["config", "runtime"]
 
@@ -118,6 +119,8 @@ class Session:
         self._candidate: Listener | None = None
         self._worker = DecodeWorker()
         """One decoding thread for both voices, the interviewer's passes first."""
+        self._turn_signals: TurnSignals | None = None
+        self._signals_lock = threading.Lock()
         self._engine: AnswerEngine | None = None
         self._local_server: LocalServer | None = None
         self.failure: tuple[FailureKind, str] | None = None
@@ -259,6 +262,16 @@ class Session:
             if strict:
                 raise
 
+    def _load_turn_signals(self) -> TurnSignals:
+        """The end-of-turn models, loaded once per session (on the first listener's scoring
+        thread: seconds that never hold up listening)."""
+        with self._signals_lock:
+            if self._turn_signals is None:
+                language = self.settings.asr.language
+                spoken = "en" if language == AUTO else language  # auto: told again when settled
+                self._turn_signals = TurnSignals.load(self.settings.turns, spoken)
+            return self._turn_signals
+
     def _open_candidate(self) -> AudioSource | None:
         """The candidate's microphone, if any: a replay has it only when given one.
 
@@ -282,7 +295,7 @@ class Session:
         next_turn = lambda: next(self._turn_ids)  # noqa: E731 - one counter for both voices
         listener = Listener(source, self._decoder, settings, self.bus, self.clock, next_turn,
                             self._listener_options, on_source_error=self._on_source_error,
-                            worker=self._worker)
+                            worker=self._worker, turn_signals=self._load_turn_signals)
         candidate = None
         if candidate_source is not None:
             options = dataclasses.replace(self._listener_options, speaker="candidate")

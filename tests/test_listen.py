@@ -102,14 +102,18 @@ def test_with_no_key_the_embedded_local_llm_answers(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(("local", "wait"), [(False, 0.4), (True, 0.3)])
 def test_the_embedded_llm_confirms_questions_sooner(server: FakeServer, local: bool, wait: float) -> None:
-    """Its first token comes ~100 ms after the guess, so waiting 400 ms would only add latency."""
-    from app.config import Settings
+    """Its first token comes ~100 ms after the guess, so waiting 400 ms would only add latency.
+
+    These are the text rules' waits (policy "rules"); with the end-of-turn signals a
+    confident words model ends the turn after 250 ms either way (test_turn_policy.py)."""
+    from app.config import Settings, TurnConfig
     from app.events import EndpointEvent, Event
     from app.llm.endpoint import LlmEndpoint
     from app.session import Session
 
     events: list[Event] = []
-    copilot = Session(Settings(), audio_file=synth("Why are you interested in this role?"),
+    copilot = Session(Settings(turns=TurnConfig(policy="rules")),
+                      audio_file=synth("Why are you interested in this role?"),
                       llm=LlmEndpoint(server.start(), "sk-good", "gpt-4o-mini", local=local))
     copilot.bus.subscribe(events.append)
     try:

@@ -126,3 +126,4 @@ def test_about_text_lists_versions_and_licences() -> None:
         assert f"{name} {versions[name]}" in text
     if versions["llama-cpp-python"] != "not bundled":
         assert "SmolLM2-135M-Instruct" in text and "Apache-2.0" in text
+    assert "Smart Turn v3.2 (end of turn, optional): Daily (pipecat), BSD-2-Clause licence" in text

@@ -8,19 +8,28 @@ A partial is *current* when its audio reaches the last voiced frame: while the
 interviewer keeps talking, new voiced frames arrive during every pass, so only a
 partial decoded after they fell silent (or paused) is current.  Speculating only on
 current partials keeps requests per turn low without waiting for any timer.
+
+How long a pause ends the turn is :mod:`app.turns.policy`'s decision, from the text and
+the end-of-turn signals; the signals are computed elsewhere (off the audio thread) and
+handed in with :meth:`Endpointer.eot`, tagged with the text and audio they were computed
+on, so a late result for older words is simply not used.
 """
 
 from __future__ import annotations
 
+import collections
 import re
 import unicodedata
 from dataclasses import dataclass, field
 
+from app.audio.frames import FRAME_MS
 from app.config import TurnConfig
 from app.events import EndpointReason, SpeculateReason
+from app.turns.policy import Evidence, TextCues, Wait, decide
 
 _EPS = 1e-6
 _TRAILING_PUNCT = re.compile(r"[\s\.,!;:…。，！；：、\-—]+$")
+_LEARNED_PAUSES = 8
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,6 +66,10 @@ class _Turn:
     partial_audio_end: float = -1.0
     question_streak: int = 0
     speculated: set[str] = field(default_factory=set)
+    words_key: str | None = None
+    words_logp: float | None = None
+    sound_audio_end: float = -1.0
+    sound_p: float | None = None
 
 
 class Endpointer:
@@ -64,12 +77,22 @@ class Endpointer:
         self._cfg = config
         self.set_language(language)
         self._turn: _Turn | None = None
+        self._pauses: collections.deque[float] = collections.deque(maxlen=_LEARNED_PAUSES)
+        """Lengths (ms) of the interviewer's latest pauses inside a question."""
+        self._expect_words = False
+
+    def expect_words(self, expected: bool) -> None:
+        """The words model is loaded and scores current partials: until its score for the
+        current text arrives, a guess waits for it (see :mod:`app.turns.policy`)."""
+        self._expect_words = expected
 
     def set_language(self, language: str) -> None:
-        """End words and thinking words of ``language`` (an ``auto`` session settles it late)."""
+        """The text cues of ``language`` (an ``auto`` session settles it late)."""
         lang = language.split("-")[0]
         self._end_words = [w.lower() for w in self._cfg.end_words.get(lang, [])]
-        self._thinking = {w.lower() for w in self._cfg.thinking_words.get(lang, [])}
+        self._thinking = [w.lower() for w in self._cfg.thinking_words.get(lang, [])]
+        self._particles = [w.lower() for w in self._cfg.final_particles.get(lang, [])]
+        self._question_words = [w.lower() for w in self._cfg.question_words.get(lang, [])]
 
     @property
     def turn(self) -> int | None:
@@ -80,8 +103,12 @@ class Endpointer:
 
     def voiced(self, t_end: float) -> None:
         """A voiced frame ending at ``t_end`` (audio clock) belongs to the current turn."""
-        if self._turn:
-            self._turn.last_voiced_end = max(self._turn.last_voiced_end, t_end)
+        turn = self._turn
+        if turn:
+            gap = t_end - FRAME_MS / 1000 - turn.last_voiced_end
+            if gap * 1000 >= self._cfg.speculate_min_pause_ms - _EPS:
+                self._pauses.append(gap * 1000)  # they went on after it: a pause inside the turn
+            turn.last_voiced_end = max(turn.last_voiced_end, t_end)
 
     def partial(self, turn_id: int, text: str, stable: str, audio_end: float, now: float) -> list[Decision]:
         turn = self._turn
@@ -90,6 +117,30 @@ class Endpointer:
         turn.text, turn.stable, turn.partial_audio_end = text, stable, audio_end
         turn.question_streak = turn.question_streak + 1 if self._question_like(text) else 0
         return self._decide(now)
+
+    def current(self, turn_id: int, audio_end: float) -> bool:
+        """Does a partial of ``turn_id`` decoded up to ``audio_end`` cover all the voice so
+        far?  Only such a partial is worth an end-of-turn score."""
+        turn = self._turn
+        return turn is not None and turn.id == turn_id and audio_end >= turn.last_voiced_end - _EPS
+
+    def eot(self, turn_id: int, text: str, audio_end: float, now: float, *,
+            words_logp: float | None = None, sound_p: float | None = None) -> list[Decision]:
+        """End-of-turn signals arrived for ``text`` (the words model's log P(end)) and for
+        the audio up to ``audio_end`` (Smart Turn's P(end)); either may be None (missing
+        or failed).  They count while the turn's text and voice are still those."""
+        turn = self._turn
+        if turn is None or turn_id != turn.id:
+            return []
+        if words_logp is not None:
+            turn.words_key, turn.words_logp = normalize(text), words_logp
+        if sound_p is not None:
+            turn.sound_audio_end, turn.sound_p = audio_end, sound_p
+        return self._decide(now)
+
+    def wait(self) -> Wait | None:
+        """The policy's current verdict for the open turn (for status and tracing)."""
+        return self._wait(self._turn) if self._turn else None
 
     def tick(self, now: float) -> list[Decision]:
         """Audio time advanced to ``now`` (end of the newest frame) without new voice."""
@@ -109,6 +160,48 @@ class Endpointer:
         turn = self._turn
         assert turn is not None
         silence = max(0.0, now - turn.last_voiced_end) + _EPS  # frame times are sums of 0.03
+        if not turn.text and silence * 1000 >= self._cfg.endpoint_silence_ms:
+            self._turn = None  # speech that never became words: a noise, not a turn
+            return [Discard(turn.id)]
+        if self._cfg.policy == "rules":
+            return self._decide_by_rules(now)
+        wait = self._wait(turn)
+        decisions: list[Decision] = []
+        current = turn.text and turn.partial_audio_end >= turn.last_voiced_end - _EPS
+        key = normalize(turn.text)
+        if current and silence * 1000 >= wait.speculate_ms and key not in turn.speculated:
+            turn.speculated.add(key)
+            reason: SpeculateReason = (
+                "end_word" if self._ends_with_end_word(turn.text)
+                else "question" if wait.verdict == "complete" or self._question_like(turn.text)
+                else "silence")
+            decisions.append(Speculate(turn.id, turn.text, reason))
+        if turn.text and silence * 1000 >= wait.endpoint_ms:
+            reason_e: EndpointReason = "question" if wait.verdict == "complete" else "silence"
+            decisions.append(Endpoint(turn.id, reason_e, round(silence, 4)))
+            self._turn = None
+        return decisions
+
+    def _wait(self, turn: _Turn) -> Wait:
+        text = turn.text
+        cues = TextCues(
+            tag=self._ends_with_end_word(text) or self._ends_with(text, self._particles),
+            question=(text.rstrip().endswith(("?", "？"))
+                      or any(w in text.lower() for w in self._question_words)),
+            trailing=self._trails_off(text),
+            question_streak=turn.question_streak)
+        scored = turn.words_key == normalize(text)
+        words = turn.words_logp if scored else None
+        sound = turn.sound_p if turn.sound_audio_end >= turn.last_voiced_end - _EPS else None
+        learned = max(self._pauses) if self._cfg.learn_pauses and self._pauses else None
+        pending = self._expect_words and not scored
+        return decide(self._cfg, cues, Evidence(words, sound, words_pending=pending), learned)
+
+    def _decide_by_rules(self, now: float) -> list[Decision]:
+        """The endpointer before the end-of-turn signals (``policy = "rules"``)."""
+        turn = self._turn
+        assert turn is not None
+        silence = max(0.0, now - turn.last_voiced_end) + _EPS
         decisions: list[Decision] = []
         current = turn.text and turn.partial_audio_end >= turn.last_voiced_end - _EPS
         if current:
@@ -118,10 +211,7 @@ class Endpointer:
                 turn.speculated.add(key)
                 decisions.append(Speculate(turn.id, turn.text, reason))
         needed = self._endpoint_silence(turn) / 1000
-        if not turn.text and silence >= self._cfg.endpoint_silence_ms / 1000:
-            decisions.append(Discard(turn.id))
-            self._turn = None
-        elif turn.text and silence >= needed:
+        if turn.text and silence >= needed:
             reason_e: EndpointReason = "question" if turn.question_streak >= 2 else "silence"
             decisions.append(Endpoint(turn.id, reason_e, round(silence, 4)))
             self._turn = None
@@ -139,7 +229,7 @@ class Endpointer:
         return None
 
     def _endpoint_silence(self, turn: _Turn) -> int:
-        if self._last_word(turn.text) in self._thinking:
+        if self._trails_off(turn.text):
             return self._cfg.endpoint_thinking_silence_ms
         if turn.question_streak >= 2:
             return self._cfg.endpoint_question_silence_ms
@@ -169,15 +259,23 @@ class Endpointer:
         return False
 
     def _question_like(self, text: str) -> bool:
-        return text.rstrip().endswith(("?", "？")) or self._ends_with_end_word(text)
+        return (text.rstrip().endswith(("?", "？")) or self._ends_with_end_word(text)
+                or self._ends_with(text, self._particles))
 
-    @staticmethod
-    def _last_word(text: str) -> str:
+    def _trails_off(self, text: str) -> bool:
+        """Ends in and/so/um/然后… with no full stop after it: a thinking pause."""
         stripped = text.strip()
         if not stripped or stripped[-1] in "?？.。!！":
-            return ""  # a finished sentence is no thinking pause
-        words = _TRAILING_PUNCT.sub("", stripped.lower()).split()
-        return words[-1] if words else ""
+            return False  # a finished sentence is no thinking pause
+        return self._ends_with(stripped, self._thinking)
+
+    @staticmethod
+    def _ends_with(text: str, words: list[str]) -> bool:
+        """Does the text end in one of ``words``, punctuation aside?  A Chinese word may
+        follow anything (no spaces between words); any other must be a whole word."""
+        bare = _TRAILING_PUNCT.sub("", text.strip().lower().rstrip("?？ "))
+        last = bare.split()[-1] if bare.split() else ""
+        return any(bare.endswith(w) if _is_cjk(w[0]) else last == w for w in words if w)
 
 
 _BOUNDARY = ",.?!;:，。？！；："

@@ -8,20 +8,29 @@ streaming recogniser starts its catch-up pass, long before any endpoint timer.
 
 webrtcvad keeps calling the decaying tail of the last word voiced for ~120 ms; within an
 utterance a frame ``quiet_gate_db`` below the loudest voiced frame so far counts as
-silence, which brings the pause to ~35 ms after the last word.
+silence, which brings the pause to ~35 ms after the last word.  Over steady room noise
+(a fan, hum, a codec's floor) webrtcvad calls the noise itself speech and that gate never
+fires: a frame must also stand ``noise_margin_db`` above the room's noise floor
+(:class:`~app.vad.noise_floor.NoiseFloor`), for onsets and pauses alike.
+
+Threading: the detector's state belongs to the thread that calls :meth:`process` (the
+audio thread).  Another thread that decides the turn is over calls :meth:`request_end`,
+which only raises a flag; the next :meth:`process` applies it before looking at its frame.
 """
 
 from __future__ import annotations
 
 import collections
-import math
+import threading
 from dataclasses import dataclass, field
 
-import numpy as np
 import webrtcvad
 
 from app.audio.frames import FRAME_MS, SAMPLE_RATE, AudioFrame
+from app.audio.level import SILENCE_DBFS as SILENT_DB
+from app.audio.level import dbfs
 from app.config import VadConfig
+from app.vad.noise_floor import NoiseFloor
 
 
 @dataclass(slots=True)
@@ -46,7 +55,10 @@ class VoiceDetector:
         self._in_speech = False
         self._last_voiced = False
         self._gate = config.quiet_gate_db
-        self._peak_db = -120.0
+        self._peak_db = SILENT_DB
+        self._floor = (NoiseFloor(config.noise_window_s, config.noise_margin_db)
+                       if config.noise_margin_db else None)
+        self._end_requested = threading.Event()
         self.last_voiced_end = 0.0
         """Audio time of the end of the newest voiced frame seen in speech."""
 
@@ -54,18 +66,29 @@ class VoiceDetector:
     def in_speech(self) -> bool:
         return self._in_speech
 
-    def end_speech(self) -> None:
-        """The turn is over (decided downstream): the next voiced run is a new onset."""
-        self._in_speech = False
-        self._window.clear()
-        self._peak_db = -120.0
+    @property
+    def noise_floor_db(self) -> float | None:
+        """The room's noise floor now (dBFS), None with the noise gate off."""
+        return self._floor.floor_db if self._floor is not None else None
+
+    def request_end(self) -> None:
+        """The turn is over (decided downstream, on any thread): from the next frame on,
+        the next voiced run is a new onset.  Only a flag is set here."""
+        self._end_requested.set()
 
     def process(self, frame: AudioFrame) -> VadStep:
+        if self._end_requested.is_set():
+            self._end_requested.clear()
+            self._end_speech()
         voiced = self._vad.is_speech(frame.samples.tobytes(), SAMPLE_RATE)
-        if voiced and self._gate:
-            level = _dbfs(frame)
-            self._peak_db = max(self._peak_db, level)
-            voiced = level >= self._peak_db - self._gate
+        if self._floor is not None or self._gate:
+            level = dbfs(frame.samples)
+            if self._floor is not None:
+                self._floor.update(level, frame.end)
+                voiced = voiced and self._floor.above(level)
+            if voiced and self._gate:
+                self._peak_db = max(self._peak_db, level)
+                voiced = level >= self._peak_db - self._gate
         step = VadStep(voiced=voiced)
         if self._in_speech:
             if voiced:
@@ -84,12 +107,13 @@ class VoiceDetector:
         self._last_voiced = voiced
         return step
 
+    def _end_speech(self) -> None:
+        self._in_speech = False
+        self._window.clear()
+        self._peak_db = SILENT_DB
+
     def _onset_frames_with_pre_roll(self) -> list[AudioFrame]:
         frames = [f for f, _ in self._window]
         first_voiced = next(i for i, (_, v) in enumerate(self._window) if v)
         return frames[max(0, first_voiced - self._pre_roll):]
 
-
-def _dbfs(frame: AudioFrame) -> float:
-    rms = float(np.sqrt(np.mean(frame.samples.astype(np.float32) ** 2))) / 32768.0
-    return 20 * math.log10(rms) if rms > 0 else -120.0

@@ -1,0 +1,114 @@
+"""How long a pause must last before the turn is over, from what the signals say.
+
+Pure arithmetic, no clocks or threads: unit-tested with numbers.  Each signal votes
+between -1 (unfinished) and +1 (finished) and the votes add up:
+
+- the words model: log P(end of turn) mapped linearly from ``words_incomplete_logp``
+  (-1) to ``words_complete_logp`` (+1);
+- the text: a tag or a final particle at the end ("right?", "you know", 对吧, 吗/呢/吧)
+  +1, a question mark or a question word (什么/怎么/为什么/哪/多少) +0.5;
+- the sound (Smart Turn, optional): ``smart_turn_weight`` × (2p − 1).
+
+A sum of +1 or more is *complete* (end after a short silence, ~250 ms), -1 or less is
+*incomplete* (long wait), between is *uncertain* (middle wait).  A trailing and/so/um…
+(a thinking pause) overrides the sum: the longest wait.  With no model signal at all
+(not installed, failed to load, a language it was not checked on, or not scored yet)
+today's rules decide: "?" or a tag twice in a row → the question wait, else the silence
+wait.
+
+The request should be on the wire before the endpoint fires: the guess goes out at the
+first current partial once the pause is a pause (``speculate_min_pause_ms``), except
+when more words are expected (incomplete, thinking): then ``speculate_lead_ms`` before
+the endpoint.  While the words model is still scoring the text, the guess waits for its
+verdict or ``speculate_silence_ms``, whichever comes first: pauses of 150-250 ms inside
+a question are common, and a guess on "why are you" is a request thrown away.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Literal
+
+from app.config import TurnConfig
+
+Verdict = Literal["complete", "uncertain", "incomplete", "thinking"]
+
+LEARNED_PAUSE_FACTOR = 1.25
+"""When unsure, wait a quarter longer than the longest pause the interviewer made inside
+a question lately: their own rhythm, with room for a slightly longer one."""
+
+
+@dataclass(frozen=True, slots=True)
+class TextCues:
+    """What the words themselves say, punctuation aside (the recogniser guesses it)."""
+
+    tag: bool = False
+    """Ends in an end word or a final particle: "…, right?", "you know", 对吧, 吗."""
+    question: bool = False
+    """Ends in "?" or holds a question word (什么, 怎么…)."""
+    trailing: bool = False
+    """Ends in a thinking word: and, so, but, um, 然后…"""
+    question_streak: int = 0
+    """Consecutive partials that ended in "?" or a tag (today's rule)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Evidence:
+    """Model signals for the current text/audio; None = missing, failed or not yet there."""
+
+    words_logp: float | None = None
+    sound_p: float | None = None
+    words_pending: bool = False
+    """The words model is scoring this text right now (its result is ~100 ms away)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Wait:
+    verdict: Verdict
+    endpoint_ms: float
+    """Silence after the last voiced frame that ends the turn."""
+    speculate_ms: float
+    """Silence after which a current partial is sent as a guess."""
+    score: float | None
+    """Sum of the votes; None when today's rules decided (no model signal)."""
+
+
+def words_vote(cfg: TurnConfig, logp: float) -> float:
+    lo, hi = cfg.words_incomplete_logp, cfg.words_complete_logp
+    return max(-1.0, min(1.0, -1.0 + 2.0 * (logp - lo) / (hi - lo)))
+
+
+def decide(cfg: TurnConfig, cues: TextCues, evidence: Evidence,
+           learned_pause_ms: float | None = None) -> Wait:
+    """The wait for this text and these signals (all times in ms of silence)."""
+    sound = evidence.sound_p if cfg.smart_turn_weight > 0 else None
+    if cues.trailing and not cues.tag:
+        return _wait(cfg, "thinking", cfg.endpoint_thinking_silence_ms, None)
+    if evidence.words_logp is None and sound is None:
+        rules = (_wait(cfg, "complete", cfg.endpoint_question_silence_ms, None) if cues.question_streak >= 2
+                 else _wait(cfg, "uncertain", cfg.endpoint_silence_ms, None))
+        if evidence.words_pending:  # a guess on words the model may call unfinished is a wasted request
+            return replace(rules, speculate_ms=min(rules.endpoint_ms,
+                                                   max(rules.speculate_ms, cfg.speculate_silence_ms)))
+        return rules
+    score = 1.0 if cues.tag else 0.5 if cues.question else 0.0
+    if evidence.words_logp is not None:
+        score += words_vote(cfg, evidence.words_logp)
+    if sound is not None:
+        score += cfg.smart_turn_weight * (2.0 * sound - 1.0)
+    if score >= 1.0 - 1e-9:
+        return _wait(cfg, "complete", cfg.endpoint_complete_ms, score)
+    if score <= -1.0 + 1e-9:
+        return _wait(cfg, "incomplete", cfg.endpoint_incomplete_ms, score)
+    middle = float(cfg.endpoint_uncertain_ms)
+    if learned_pause_ms is not None:
+        middle = max(middle, min(LEARNED_PAUSE_FACTOR * learned_pause_ms, cfg.endpoint_incomplete_ms))
+    return _wait(cfg, "uncertain", middle, score)
+
+
+def _wait(cfg: TurnConfig, verdict: Verdict, endpoint_ms: float, score: float | None) -> Wait:
+    if verdict in ("complete", "uncertain"):
+        speculate = float(cfg.speculate_min_pause_ms)
+    else:
+        speculate = max(float(cfg.speculate_silence_ms), endpoint_ms - cfg.speculate_lead_ms)
+    return Wait(verdict, float(endpoint_ms), min(speculate, endpoint_ms), score)

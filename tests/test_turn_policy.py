@@ -1,0 +1,181 @@
+"""The end-of-turn policy with plain numbers, and the endpointer driven by its signals."""
+
+from __future__ import annotations
+
+from app.config import TurnConfig
+from app.turns.endpointer import Endpoint, Endpointer, Speculate
+from app.turns.policy import Evidence, TextCues, decide
+
+CFG = TurnConfig()
+
+
+def test_confident_complete_ends_after_a_short_silence() -> None:
+    wait = decide(CFG, TextCues(), Evidence(words_logp=-4.0))
+    assert (wait.verdict, wait.endpoint_ms, wait.speculate_ms) == ("complete", 250, 150)
+
+
+def test_confident_incomplete_waits_long_and_guesses_late() -> None:
+    wait = decide(CFG, TextCues(), Evidence(words_logp=-20.0))
+    assert (wait.verdict, wait.endpoint_ms, wait.speculate_ms) == ("incomplete", 1200, 600)
+
+
+def test_uncertain_words_get_the_middle_wait() -> None:
+    wait = decide(CFG, TextCues(), Evidence(words_logp=-13.0))
+    assert (wait.verdict, wait.endpoint_ms, wait.score) == ("uncertain", 600, 0.0)
+
+
+def test_a_question_mark_adds_half_a_vote_to_the_words() -> None:
+    assert decide(CFG, TextCues(question=True), Evidence(words_logp=-11.5)).verdict == "complete"
+    assert decide(CFG, TextCues(), Evidence(words_logp=-11.5)).verdict == "uncertain"
+
+
+def test_a_tag_outweighs_doubtful_words() -> None:
+    assert decide(CFG, TextCues(tag=True), Evidence(words_logp=-13.0)).verdict == "complete"
+
+
+def test_a_trailing_conjunction_overrides_confident_words() -> None:
+    wait = decide(CFG, TextCues(trailing=True), Evidence(words_logp=-2.0))
+    assert (wait.verdict, wait.endpoint_ms, wait.speculate_ms) == ("thinking", 1500, 900)
+
+
+def test_signals_missing_means_todays_rules() -> None:
+    assert decide(CFG, TextCues(), Evidence()).endpoint_ms == 800
+    assert decide(CFG, TextCues(question=True, question_streak=1), Evidence()).endpoint_ms == 800
+    rules = decide(CFG, TextCues(question=True, question_streak=2), Evidence())
+    assert (rules.verdict, rules.endpoint_ms, rules.score) == ("complete", 400, None)
+
+
+def test_sound_is_half_a_vote_and_off_at_weight_zero() -> None:
+    assert decide(CFG, TextCues(), Evidence(words_logp=-13.0, sound_p=1.0)).score == 0.5
+    assert decide(CFG, TextCues(), Evidence(words_logp=-10.0, sound_p=0.0)).verdict == "uncertain"
+    off = TurnConfig(smart_turn_weight=0.0)
+    assert decide(off, TextCues(), Evidence(sound_p=1.0)).score is None  # rules: no model spoke
+
+
+def test_learned_pauses_stretch_only_the_middle_wait() -> None:
+    assert decide(CFG, TextCues(), Evidence(words_logp=-13.0), learned_pause_ms=700).endpoint_ms == 875
+    assert decide(CFG, TextCues(), Evidence(words_logp=-13.0), learned_pause_ms=3000).endpoint_ms == 1200
+    assert decide(CFG, TextCues(), Evidence(words_logp=-13.0), learned_pause_ms=200).endpoint_ms == 600
+    assert decide(CFG, TextCues(), Evidence(words_logp=-4.0), learned_pause_ms=700).endpoint_ms == 250
+
+
+# --- the endpointer with signals -----------------------------------------------------------
+
+
+def started(cfg: TurnConfig = CFG, language: str = "en") -> Endpointer:
+    ep = Endpointer(cfg, language)
+    ep.speech_started(1, 0.5)
+    return ep
+
+
+def speak_until(ep: Endpointer, t_end: float, start: float = 0.5) -> None:
+    t = start
+    while t < t_end - 1e-9:
+        t = min(round(t + 0.03, 3), t_end)
+        ep.voiced(t)
+        ep.tick(t)
+
+
+def test_the_first_current_partial_after_the_pause_is_the_guess_then_words_end_it_at_250_ms() -> None:
+    ep = started()
+    speak_until(ep, 2.0)
+    text = "Describe your ideal working environment."
+    assert ep.partial(1, text, "", 2.0, 2.1) == []  # 100 ms: maybe a gap between words
+    assert ep.tick(2.16) == [Speculate(1, text, "silence")]  # no "?" needed: a pause is a pause
+    assert ep.eot(1, text, 2.0, 2.2, words_logp=-5.0) == []
+    out = ep.tick(2.25)
+    assert out == [Endpoint(1, "question", out[0].silence)]  # type: ignore[union-attr]
+
+
+def test_a_late_confident_score_ends_the_turn_when_it_arrives() -> None:
+    ep = started()
+    speak_until(ep, 2.0)
+    ep.partial(1, "Why do you want this job", "", 2.0, 2.2)
+    assert not any(isinstance(d, Endpoint) for d in ep.tick(2.4))
+    out = ep.eot(1, "why do you want this job?", 2.0, 2.42, words_logp=-3.0)  # same words
+    assert [type(d) for d in out] == [Endpoint]
+
+
+def test_words_that_say_unfinished_hold_the_turn_and_guess_late() -> None:
+    ep = started()
+    speak_until(ep, 2.0)
+    ep.partial(1, "What is the difference between", "", 2.0, 2.1)
+    ep.eot(1, "What is the difference between", 2.0, 2.1, words_logp=-22.0)
+    assert ep.tick(2.55) == []
+    assert [d.reason for d in ep.tick(2.6)] == ["silence"]  # type: ignore[union-attr]  # 1200 - 600 ms
+    assert ep.tick(3.15) == []
+    assert isinstance(ep.tick(3.2)[0], Endpoint)
+
+
+def test_a_score_for_older_words_is_not_used() -> None:
+    ep = started()
+    speak_until(ep, 2.0)
+    ep.partial(1, "Tell me about your last project", "", 2.0, 2.1)
+    ep.eot(1, "Tell me about your last", 1.8, 2.1, words_logp=-2.0)
+    assert not any(isinstance(d, Endpoint) for d in ep.tick(2.6))  # rules: 800 ms
+    assert any(isinstance(d, Endpoint) for d in ep.tick(2.8))
+
+
+def test_sound_counts_only_for_audio_without_newer_voice() -> None:
+    cfg = TurnConfig(smart_turn_weight=2.0)
+    ep = started(cfg)
+    speak_until(ep, 2.0)
+    ep.partial(1, "Tell me about your last project", "", 2.0, 2.1)
+    ep.eot(1, "Tell me about your last project", 1.5, 2.1, sound_p=1.0)  # older audio
+    assert not any(isinstance(d, Endpoint) for d in ep.tick(2.3))
+    out = ep.eot(1, "Tell me about your last project", 2.0, 2.31, sound_p=1.0)
+    assert any(isinstance(d, Endpoint) for d in out)
+
+
+def test_chinese_uses_the_same_rules_with_its_own_words() -> None:
+    ep = started(language="zh")
+    speak_until(ep, 2.0)
+    ep.partial(1, "你用过 Kubernetes 吗", "", 2.0, 2.1)  # a final particle: question-like
+    ep.partial(1, "你用过 Kubernetes 吗", "", 2.0, 2.12)
+    assert any(isinstance(d, Endpoint) and d.reason == "question" for d in ep.tick(2.4))
+    ep.speech_started(2, 3.0)
+    speak_until(ep, 4.0, start=3.0)
+    ep.partial(2, "我想了解一下你的项目然后", "", 4.0, 4.1)  # trails off: a thinking pause
+    assert not any(isinstance(d, Endpoint) for d in ep.tick(5.45))
+    assert any(isinstance(d, Endpoint) for d in ep.tick(5.5))
+
+
+def test_chinese_question_word_and_particle_feed_the_votes() -> None:
+    ep = started(language="zh")
+    speak_until(ep, 2.0)
+    ep.partial(1, "你为什么想加入我们公司", "", 2.0, 2.1)
+    wait = ep.wait()
+    assert wait is not None and wait.score is None  # no model signal for Chinese: rules
+    ep.eot(1, "你为什么想加入我们公司", 2.0, 2.1, words_logp=-13.0)
+    wait = ep.wait()
+    assert wait is not None and wait.score == 0.5  # the question word: half a vote
+
+
+def test_the_interviewers_own_pauses_stretch_the_unsure_wait() -> None:
+    ep = started()
+    speak_until(ep, 2.0)
+    speak_until(ep, 3.0, start=2.7)  # a 0.7 s pause inside the question, then more words
+    ep.partial(1, "Tell me about a time you failed", "", 3.0, 3.1)
+    ep.eot(1, "Tell me about a time you failed", 3.0, 3.1, words_logp=-13.0)
+    wait = ep.wait()
+    assert wait is not None and 860 <= wait.endpoint_ms <= 880  # 1.25 x ~0.7 s
+    assert not any(isinstance(d, Endpoint) for d in ep.tick(3.8))
+    assert any(isinstance(d, Endpoint) for d in ep.tick(3.9))
+
+
+def test_while_the_words_are_being_scored_the_guess_waits_for_them() -> None:
+    pending = decide(CFG, TextCues(), Evidence(words_pending=True))
+    assert (pending.endpoint_ms, pending.speculate_ms) == (800, 250)
+    ep = started()
+    ep.expect_words(True)
+    speak_until(ep, 2.0)
+    assert ep.partial(1, "Why are you", "", 2.0, 2.1) == []
+    assert ep.tick(2.2) == []  # 200 ms into a pause, the model not heard yet: no guess
+    assert ep.eot(1, "Why are you", 2.0, 2.21, words_logp=-19.0) == []  # unfinished: still none
+    assert ep.tick(2.5) == []
+    speak_until(ep, 3.0, start=2.5)
+    text = "Why are you interested in this role?"
+    ep.partial(1, text, "", 3.0, 3.12)
+    out = ep.eot(1, text, 3.0, 3.16, words_logp=-4.0)
+    assert out == [Speculate(1, text, "question")]  # the verdict came: guess at once
+    assert isinstance(ep.tick(3.25)[0], Endpoint)
