@@ -69,7 +69,8 @@ def component_versions() -> dict[str, str]:
 
 
 def local_llm_available() -> bool:
-    from app.llm.local_server import find_bundled_model, llama_cpp_available
+    from app.bundled import find_bundled_model
+    from app.llm.local_server import llama_cpp_available
 
     return llama_cpp_available() and find_bundled_model() is not None
 

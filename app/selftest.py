@@ -171,8 +171,9 @@ def check_vad() -> str:
 
 
 def check_llm() -> str:
+    from app.bundled import GGUF_NAME, find_bundled_model
     from app.llm.errors import LlmError
-    from app.llm.local_server import GGUF_NAME, LocalServer, find_bundled_model, llama_cpp_available
+    from app.llm.local_server import LocalServer, llama_cpp_available
 
     if not llama_cpp_available() or find_bundled_model() is None:
         missing = "llama-cpp-python" if not llama_cpp_available() else GGUF_NAME

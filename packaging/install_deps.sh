@@ -32,10 +32,11 @@ PY="${PYTHON:-python3}"
 if [[ -x .venv/bin/python ]]; then VPY=.venv/bin/python; else VPY=.venv/Scripts/python.exe; fi
 
 "$VPY" -m pip install --upgrade pip
+# llama-cpp-python is a default dependency (the end-of-turn words model); [local] adds its server.
+export CMAKE_ARGS="${CMAKE_ARGS:--DGGML_NATIVE=OFF}"
 extras=".[zh]"
 if [[ "${IC_BUNDLE_LLM:-1}" != 0 ]]; then
   extras=".[local,zh]"
-  export CMAKE_ARGS="${CMAKE_ARGS:--DGGML_NATIVE=OFF}"
 fi
 "$VPY" -m pip install "$extras" "pyinstaller>=6.10" "pyinstaller-hooks-contrib>=2024.8"
 "$VPY" -m pip list 2>/dev/null | grep -i -E "^(pyinstaller|llama|faster|ctranslate2|pyside6|openai) " || true

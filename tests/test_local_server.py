@@ -7,9 +7,10 @@ import os
 
 import pytest
 
+from app.bundled import find_bundled_model
 from app.llm.client import Delta, Done, LlmClient
 from app.llm.errors import LlmError
-from app.llm.local_server import INSTALL_HINT, LocalServer, find_bundled_model
+from app.llm.local_server import INSTALL_HINT, LocalServer
 
 needs_llama = pytest.mark.skipif(
     importlib.util.find_spec("llama_cpp") is None or find_bundled_model() is None,

