@@ -111,7 +111,8 @@ class Listener:
         continues = options.continuations and options.asks
         self._continuation_s = turns.continuation_window_ms / 1000 if continues else 0.0
         self._vad = VoiceDetector(settings.vad)
-        self._endpointer = Endpointer(turns, settings.asr.language)
+        fillers = [w for ws in settings.answer.filler_words.values() for w in ws]
+        self._endpointer = Endpointer(turns, settings.asr.language, fillers)
         self._recognizer = StreamingRecognizer(
             decoder, settings.asr, clock, on_partial=self._on_partial, on_final=self._on_final,
             on_error=bus.emit, on_language=self._on_language, hangover_s=settings.vad.hangover_ms / 1000,

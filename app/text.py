@@ -54,6 +54,37 @@ def words(text: str, fillers: Iterable[str] = ()) -> list[str]:
     return out
 
 
+Tags = tuple[tuple[str, ...], ...]
+"""Trailing tags ("right?", "you know", 对吧) as word sequences: they ask for agreement
+and change no question."""
+
+
+def tags_of(phrases: Iterable[str]) -> Tags:
+    """The word sequences of tag phrases, longest first (so "is that right" wins over "right")."""
+    seqs = {tuple(words(p)) for p in phrases}
+    return tuple(sorted((s for s in seqs if s), key=len, reverse=True))
+
+
+def without_tags(ws: list[str], tags: Tags) -> list[str]:
+    """``ws`` without the tags it ends with (a question is never only a tag)."""
+    stripped = True
+    while stripped:
+        stripped = False
+        for tag in tags:
+            if len(ws) > len(tag) and tuple(ws[-len(tag):]) == tag:
+                ws, stripped = ws[: -len(tag)], True
+                break
+    return ws
+
+
+def question_key(text: str, fillers: Iterable[str] = (), tags: Tags = ()) -> tuple[str, ...]:
+    """The one rule for "the same question": the same words, once case, punctuation,
+    fillers and trailing tags are set aside.  The end-of-turn guesses deduplicate by it,
+    the answer engine reuses a guess's answer by it, the benchmark counts stale answers
+    by it."""
+    return tuple(without_tags(words(text, fillers), tags))
+
+
 def segments(text: str) -> list[str]:
     """The text cut into display units whose concatenation is the text (less edge spaces).
 

@@ -2,7 +2,8 @@
 
 import pytest
 
-from app.answer.similarity import compare, words
+from app.answer.similarity import compare
+from app.text import words
 
 FILLERS = frozenset({"um", "uh", "嗯"})
 

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from app.answer.accounting import Ledger, RequestCost
-from app.answer.similarity import ReuseRule, compare, tags_of
+from app.answer.similarity import ReuseRule, compare
 from app.clock import SessionClock
 from app.config import Settings
 from app.events import (
@@ -60,6 +60,7 @@ from app.events import (
 from app.llm.client import Delta, Done, LlmClient, RequestTiming
 from app.llm.errors import LlmError
 from app.prompt.builder import PromptBuilder, cache_key, estimate_tokens
+from app.text import question_key, tags_of
 
 ClientFactory = Callable[[], LlmClient]
 """Builds the one client; may block (it starts the embedded server), so it runs off the loop."""
@@ -547,8 +548,8 @@ class AnswerEngine:
             self._prompt.record_turn(request.text, text, key=request.turn)
 
     def _same(self, a: str, b: str) -> bool:
-        """Exact words, fillers and trailing tags aside: the dedup and the reuse rule alike."""
-        return compare(a, b, fillers=self._fillers, tags=self._tags).same
+        """The one "same question" rule (:func:`app.text.question_key`)."""
+        return question_key(a, self._fillers, self._tags) == question_key(b, self._fillers, self._tags)
 
     # --- cache keep-alive ------------------------------------------------------------------
 

@@ -10,12 +10,12 @@ or adds a clause forces a new request.
 from __future__ import annotations
 
 import difflib
-import re
-import unicodedata
 from dataclasses import dataclass
 from typing import Literal
 
 from rapidfuzz import fuzz
+
+from app.text import Tags, question_key
 
 ReuseRule = Literal["exact", "fuzzy", "fuzzy_unguarded"]
 
@@ -43,40 +43,9 @@ class Verdict:
     """rapidfuzz ratio of the normalised texts, 0..1 (reported whatever the rule)."""
 
 
-def words(text: str, fillers: frozenset[str] = frozenset()) -> list[str]:
-    """Lower-case words without punctuation or filler; CJK characters count as words."""
-    text = unicodedata.normalize("NFKC", text).lower()
-    spaced = re.sub(r"([\u3400-\u9fff\uf900-\ufaff])", r" \1 ", text)
-    tokens = [re.sub(r"[^\w']+", "", w).strip("'") for w in spaced.split()]
-    return [t for t in tokens if t and t not in fillers]
-
-
-Tags = tuple[tuple[str, ...], ...]
-"""Trailing tags ("right?", "you know", 对吧) as word sequences: they ask for agreement
-and change no question."""
-
-
-def tags_of(phrases: list[str]) -> Tags:
-    """The word sequences of tag phrases, longest first (so "is that right" wins over "right")."""
-    seqs = {tuple(words(p)) for p in phrases}
-    return tuple(sorted((s for s in seqs if s), key=len, reverse=True))
-
-
-def without_tags(ws: list[str], tags: Tags) -> list[str]:
-    """``ws`` without the tags it ends with (a question is never only a tag)."""
-    stripped = True
-    while stripped:
-        stripped = False
-        for tag in tags:
-            if len(ws) > len(tag) and tuple(ws[-len(tag):]) == tag:
-                ws, stripped = ws[: -len(tag)], True
-                break
-    return ws
-
-
 def compare(sent: str, final: str, rule: ReuseRule = "exact", *, threshold: float = 0.92,
             fillers: frozenset[str] = frozenset(), tags: Tags = ()) -> Verdict:
-    a, b = without_tags(words(sent, fillers), tags), without_tags(words(final, fillers), tags)
+    a, b = list(question_key(sent, fillers, tags)), list(question_key(final, fillers, tags))
     similarity = fuzz.ratio(" ".join(a), " ".join(b)) / 100.0
     if rule == "exact":
         return Verdict(a == b, similarity)

@@ -33,7 +33,6 @@ from pathlib import Path
 from typing import Any
 
 from app.answer.engine import Strategy
-from app.answer.similarity import tags_of, without_tags, words
 from app.asr.decoder import WhisperDecoder, load_decoder
 from app.bench.corpus import Clip, load_corpus, median, ms, p95
 from app.config import Settings
@@ -54,6 +53,7 @@ from app.events import (
 from app.listener import ListenerOptions
 from app.llm.endpoint import LlmEndpoint
 from app.session import Session
+from app.text import question_key, tags_of, words
 
 MODES: dict[str, tuple[Strategy, ListenerOptions]] = {
     "naive": (Strategy(speculation=False, warm_client=False),
@@ -200,11 +200,13 @@ def _score(events: list[Event], clip: Clip, mode: str) -> TurnResult:
         result.final_to_first_token = shown_at - last.t
         result.answer = "".join(e.text for e in events if isinstance(e, TokenEvent) and e.request == request)
     final_of = {f.turn: f.text for f in finals}  # each turn's last (whole) final
-    tags = tags_of([w for ws in Settings().turns.end_words.values() for w in ws])
+    settings = Settings()
+    tags = tags_of(w for ws in settings.turns.end_words.values() for w in ws)
+    fillers = [w for ws in settings.answer.filler_words.values() for w in ws]
     for request, _ in on_screen:
         asked = requests[request]
-        written_for = without_tags(words(asked.text), tags)
-        whole = without_tags(words(final_of.get(asked.turn, "")), tags)
+        written_for = question_key(asked.text, fillers, tags)
+        whole = question_key(final_of.get(asked.turn, ""), fillers, tags)
         if written_for != whole or len(written_for) < 0.75 * len(words(clip.text)):
             result.stale += 1
     retracted = [e for e in events if isinstance(e, RetractedEvent)]

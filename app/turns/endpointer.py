@@ -20,11 +20,13 @@ from __future__ import annotations
 import collections
 import re
 import unicodedata
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from app.audio.frames import FRAME_MS
 from app.config import TurnConfig
 from app.events import EndpointReason, SpeculateReason
+from app.text import question_key, tags_of
 from app.turns.policy import Evidence, TextCues, Wait, decide
 
 _EPS = 1e-6
@@ -65,16 +67,17 @@ class _Turn:
     stable: str = ""
     partial_audio_end: float = -1.0
     question_streak: int = 0
-    speculated: set[str] = field(default_factory=set)
-    words_key: str | None = None
+    speculated: set[tuple[str, ...]] = field(default_factory=set)
+    words_key: tuple[str, ...] | None = None
     words_logp: float | None = None
     sound_audio_end: float = -1.0
     sound_p: float | None = None
 
 
 class Endpointer:
-    def __init__(self, config: TurnConfig, language: str = "en") -> None:
+    def __init__(self, config: TurnConfig, language: str = "en", fillers: Iterable[str] = ()) -> None:
         self._cfg = config
+        self._fillers = tuple(fillers)
         self.set_language(language)
         self._turn: _Turn | None = None
         self._pauses: collections.deque[float] = collections.deque(maxlen=_LEARNED_PAUSES)
@@ -90,6 +93,7 @@ class Endpointer:
         """The text cues of ``language`` (an ``auto`` session settles it late)."""
         lang = language.split("-")[0]
         self._end_words = [w.lower() for w in self._cfg.end_words.get(lang, [])]
+        self._tags = tags_of(self._end_words)
         self._thinking = [w.lower() for w in self._cfg.thinking_words.get(lang, [])]
         self._particles = [w.lower() for w in self._cfg.final_particles.get(lang, [])]
         self._question_words = [w.lower() for w in self._cfg.question_words.get(lang, [])]
@@ -133,7 +137,7 @@ class Endpointer:
         if turn is None or turn_id != turn.id:
             return []
         if words_logp is not None:
-            turn.words_key, turn.words_logp = normalize(text), words_logp
+            turn.words_key, turn.words_logp = self._key(text), words_logp
         if sound_p is not None:
             turn.sound_audio_end, turn.sound_p = audio_end, sound_p
         return self._decide(now)
@@ -168,7 +172,7 @@ class Endpointer:
         wait = self._wait(turn)
         decisions: list[Decision] = []
         current = turn.text and turn.partial_audio_end >= turn.last_voiced_end - _EPS
-        key = normalize(turn.text)
+        key = self._key(turn.text)
         if current and silence * 1000 >= wait.speculate_ms and key not in turn.speculated:
             turn.speculated.add(key)
             reason: SpeculateReason = (
@@ -190,7 +194,7 @@ class Endpointer:
                       or any(w in text.lower() for w in self._question_words)),
             trailing=self._trails_off(text),
             question_streak=turn.question_streak)
-        scored = turn.words_key == normalize(text)
+        scored = turn.words_key == self._key(text)
         words = turn.words_logp if scored else None
         sound = turn.sound_p if turn.sound_audio_end >= turn.last_voiced_end - _EPS else None
         learned = max(self._pauses) if self._cfg.learn_pauses and self._pauses else None
@@ -206,7 +210,7 @@ class Endpointer:
         current = turn.text and turn.partial_audio_end >= turn.last_voiced_end - _EPS
         if current:
             reason = self._speculate_reason(turn.text, silence)
-            key = normalize(turn.text)
+            key = self._key(turn.text)
             if reason and key not in turn.speculated:
                 turn.speculated.add(key)
                 decisions.append(Speculate(turn.id, turn.text, reason))
@@ -269,6 +273,10 @@ class Endpointer:
             return False  # a finished sentence is no thinking pause
         return self._ends_with(stripped, self._thinking)
 
+    def _key(self, text: str) -> tuple[str, ...]:
+        """Guesses are deduplicated by the one "same question" rule."""
+        return question_key(text, self._fillers, self._tags)
+
     @staticmethod
     def _ends_with(text: str, words: list[str]) -> bool:
         """Does the text end in one of ``words``, punctuation aside?  A Chinese word may
@@ -285,6 +293,3 @@ def _is_cjk(char: str) -> bool:
     return unicodedata.east_asian_width(char) in ("W", "F")
 
 
-def normalize(text: str) -> str:
-    """Case- and punctuation-free form used to tell 'the same text' apart."""
-    return " ".join(re.sub(r"[^\w\s']", " ", text.lower()).split())
