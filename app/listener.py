@@ -115,8 +115,9 @@ class Listener:
         self._endpointer = Endpointer(turns, settings.asr.language, fillers)
         self._recognizer = StreamingRecognizer(
             decoder, settings.asr, clock, on_partial=self._on_partial, on_final=self._on_final,
-            on_error=bus.emit, on_language=self._on_language, hangover_s=settings.vad.hangover_ms / 1000,
-            reuse_final=options.reuse_final, speaker=options.speaker, worker=worker)
+            on_error=bus.emit, on_language=self._on_language, on_no_words=self._on_no_words,
+            hangover_s=settings.vad.hangover_ms / 1000, reuse_final=options.reuse_final,
+            speaker=options.speaker, worker=worker)
         self._meter = LevelMeter(clock, speaker=options.speaker)
         scored = options.asks and turns.policy == "signals" and turn_signals is not None
         self._signals = SignalWorker(turn_signals, self._on_signals, self._on_signals_ready) \
@@ -259,6 +260,10 @@ class Listener:
             if self._scoring and self._signals and self._endpointer.current(partial.turn, partial.audio_end):
                 self._signals.submit(SignalRequest(partial.turn, text, partial.audio_end))
         self._emit(events)
+
+    def _on_no_words(self, turn: int, audio_end: float) -> None:
+        with self._lock:
+            self._endpointer.no_words(turn, audio_end)
 
     # --- end-of-turn signals thread ----------------------------------------------------
 

@@ -291,7 +291,7 @@ class Session:
             return None
 
     def _listen(self, source: AudioSource, candidate_source: AudioSource | None) -> None:
-        settings = self._turn_settings()
+        settings = self.listening_settings()
         next_turn = lambda: next(self._turn_ids)  # noqa: E731 - one counter for both voices
         listener = Listener(source, self._decoder, settings, self.bus, self.clock, next_turn,
                             self._listener_options, on_source_error=self._on_source_error,
@@ -318,7 +318,7 @@ class Session:
         if self._stop_on_audio_error:
             self._fail("runtime", message, report=False)
 
-    def _turn_settings(self) -> Settings:
+    def listening_settings(self) -> Settings:
         """The settings the listener runs with: the embedded server's own endpoint wait."""
         if not (self._answers and (self._llm is None or self._llm.local)):
             return self.settings

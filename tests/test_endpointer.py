@@ -153,12 +153,24 @@ def test_thresholds_come_from_config() -> None:
     assert isinstance(ep.tick(2.4)[0], Endpoint)
 
 
-def test_speech_without_any_transcript_is_discarded_not_endpointed() -> None:
+def test_speech_that_decodes_to_no_words_is_discarded_not_endpointed() -> None:
     ep = started()
     speak_until(ep, 1.0)
-    assert ep.tick(1.5) == []  # words may still come
+    ep.no_words(1, 1.09)  # a pass over all the voice heard nothing
+    assert ep.tick(1.5) == []  # not yet the silence endpoint
     assert ep.tick(1.81) == [Discard(1)]  # endpoint_silence_ms (800) of silence and no words
     assert ep.tick(5.0) == []  # forgotten: the next speech is a turn of its own
+
+
+def test_speech_whose_decode_is_late_is_not_discarded() -> None:
+    """A slow machine's first pass may come back long after the pause: no words *yet* is
+    not a noise, and the question it turns out to be is answered."""
+    ep = started()
+    speak_until(ep, 1.0)
+    ep.no_words(1, 0.6)  # an early pass heard nothing: the voice went on after it
+    assert ep.tick(3.0) == []
+    decisions = ep.partial(1, "Why are you interested in this role?", "", 1.09, 3.1)
+    assert any(isinstance(d, Endpoint) for d in decisions)
 
 
 def test_force_ends_the_turn_with_what_was_heard() -> None:

@@ -105,7 +105,8 @@ def test_the_embedded_llm_confirms_questions_sooner(server: FakeServer, local: b
     """Its first token comes ~100 ms after the guess, so waiting 400 ms would only add latency.
 
     These are the text rules' waits (policy "rules"); with the end-of-turn signals a
-    confident words model ends the turn after 250 ms either way (test_turn_policy.py)."""
+    confident words model ends the turn after 250 ms either way (test_turn_policy.py).
+    The silence measured is at least the wait; how much more depends on the machine."""
     from app.config import Settings, TurnConfig
     from app.events import EndpointEvent, Event
     from app.llm.endpoint import LlmEndpoint
@@ -115,10 +116,11 @@ def test_the_embedded_llm_confirms_questions_sooner(server: FakeServer, local: b
     copilot = Session(Settings(turns=TurnConfig(policy="rules")),
                       audio_file=synth("Why are you interested in this role?"),
                       llm=LlmEndpoint(server.start(), "sk-good", "gpt-4o-mini", local=local))
+    assert copilot.listening_settings().turns.endpoint_question_silence_ms == wait * 1000
     copilot.bus.subscribe(events.append)
     try:
         copilot.run_file()
     finally:
         copilot.shutdown()
     endpoint = next(e for e in events if isinstance(e, EndpointEvent))
-    assert endpoint.reason == "question" and wait <= endpoint.silence < wait + 0.05
+    assert endpoint.reason == "question" and wait <= endpoint.silence

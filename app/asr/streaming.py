@@ -37,6 +37,8 @@ PartialHandler = Callable[[PartialEvent], None]
 FinalHandler = Callable[[FinalEvent], None]
 ErrorHandler = Callable[[ErrorEvent], None]
 LanguageHandler = Callable[[LanguageEvent], None]
+NoWordsHandler = Callable[[int, float], None]
+"""(turn, audio_end): a pass over the utterance up to audio_end heard no words."""
 
 
 @dataclass(slots=True)
@@ -54,6 +56,8 @@ class _Utterance:
     """Language of the newest pass with text (and its probability)."""
     language_probability: float = 0.0
     finalizing: bool = False
+    pause_pass_due: bool = False
+    """The speaker went quiet: decode once the hangover's audio is in."""
 
     @property
     def end(self) -> float:
@@ -77,6 +81,7 @@ class StreamingRecognizer:
     def __init__(self, decoder: WhisperDecoder, config: AsrConfig, clock: SessionClock, *,
                  on_partial: PartialHandler, on_final: FinalHandler, on_error: ErrorHandler,
                  on_language: LanguageHandler | None = None,
+                 on_no_words: NoWordsHandler | None = None,
                  hangover_s: float = 0.09, reuse_final: bool = True,
                  speaker: Speaker = "interviewer", worker: DecodeWorker | None = None) -> None:
         self._decoder = decoder
@@ -86,6 +91,7 @@ class StreamingRecognizer:
         self._on_final = on_final
         self._on_error = on_error
         self._on_language = on_language
+        self._on_no_words = on_no_words
         self._language: str | None = None if decoder.language == AUTO else decoder.language
         self._hangover = hangover_s
         self._reuse_final = reuse_final
@@ -146,14 +152,28 @@ class StreamingRecognizer:
             self._append(frame)
             if voiced:
                 utt.last_voiced_end = frame.end
-            if voiced and frame.end - self._last_pass_request_end >= self._interval:
-                self._want_pass(frame.end)
+                utt.pause_pass_due = False
+                if frame.end - self._last_pass_request_end >= self._interval:
+                    self._want_pass(frame.end)
+            elif utt.pause_pass_due and utt.end >= self._heard_until(utt) - 1e-6:
+                utt.pause_pass_due = False
+                self._want_pass(utt.end)
 
     def pause(self) -> None:
-        """The speaker just went quiet: decode everything heard so far, now."""
+        """The speaker just went quiet: decode everything heard so far as soon as the
+        hangover is in (a pass without it may cut a soft last consonant, and the final
+        reuses that pass)."""
         with self._cond:
-            if self._current and self._current.last_voiced_end > self._current.decoded_end:
-                self._want_pass(self._current.end)
+            utt = self._current
+            if utt and utt.last_voiced_end > utt.decoded_end:
+                utt.pause_pass_due = True
+                if utt.end >= self._heard_until(utt) - 1e-6:
+                    utt.pause_pass_due = False
+                    self._want_pass(utt.end)
+
+    def _heard_until(self, utt: _Utterance) -> float:
+        """Where a pass over this utterance ends: the last voiced frame plus the hangover."""
+        return utt.last_voiced_end + self._hangover
 
     def finalize(self, utterance: int) -> FinalEvent | None:
         """The turn is over: its final, at once when the last partial heard it all.
@@ -169,12 +189,13 @@ class StreamingRecognizer:
             self._last = utt
             self._pass_wanted = False
             utt.finalizing = True
-            if self._reuse_final and utt.text and utt.decoded_end >= utt.last_voiced_end - 1e-6:
+            until = min(utt.end, self._heard_until(utt))
+            if self._reuse_final and utt.text and utt.decoded_end >= until - 1e-6:
                 locked = self._lock_language(utt.language, utt.language_probability, final=True)
                 final = FinalEvent(t=self._clock.now(), turn=utt.number, text=utt.text,
                                    audio_end=utt.decoded_end, reused=True, speaker=self._speaker)
             else:
-                self._finals.append(_FinalJob(utt, min(utt.end, utt.last_voiced_end + self._hangover)))
+                self._finals.append(_FinalJob(utt, until))
                 self._cond.notify_all()
                 return None
         if locked:
@@ -237,7 +258,7 @@ class StreamingRecognizer:
             job: Job = partial(self._run_final, final)
         elif self._current is not None:
             utt = self._current
-            until = min(utt.end, utt.last_voiced_end + self._hangover)
+            until = min(utt.end, self._heard_until(utt))
             # snapshot now: a pass never waits for newer audio, the next one covers it
             job = partial(self._run_partial, utt, until, utt.audio(until))
         else:
@@ -280,6 +301,8 @@ class StreamingRecognizer:
     def _run_partial(self, utt: _Utterance, until: float, audio: Samples) -> None:
         text, hyp = self._decode(audio)
         if not text:
+            if self._on_no_words is not None and until >= utt.last_voiced_end - 1e-6:
+                self._on_no_words(utt.number, until)
             return
         with self._cond:
             locked = self._lock_language(hyp.language, hyp.language_probability,

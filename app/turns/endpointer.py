@@ -66,6 +66,8 @@ class _Turn:
     text: str = ""
     stable: str = ""
     partial_audio_end: float = -1.0
+    silent_audio_end: float = -1.0
+    """Audio end of the newest pass that heard no words."""
     question_streak: int = 0
     speculated: set[tuple[str, ...]] = field(default_factory=set)
     words_key: tuple[str, ...] | None = None
@@ -122,6 +124,13 @@ class Endpointer:
         turn.question_streak = turn.question_streak + 1 if self._question_like(text) else 0
         return self._decide(now)
 
+    def no_words(self, turn_id: int, audio_end: float) -> None:
+        """A pass over ``turn_id`` up to ``audio_end`` heard no words: if it covered all the
+        voice, the turn is a noise to forget once the silence endpoint has passed."""
+        turn = self._turn
+        if turn is not None and turn.id == turn_id:
+            turn.silent_audio_end = max(turn.silent_audio_end, audio_end)
+
     def current(self, turn_id: int, audio_end: float) -> bool:
         """Does a partial of ``turn_id`` decoded up to ``audio_end`` cover all the voice so
         far?  Only such a partial is worth an end-of-turn score."""
@@ -164,8 +173,9 @@ class Endpointer:
         turn = self._turn
         assert turn is not None
         silence = max(0.0, now - turn.last_voiced_end) + _EPS  # frame times are sums of 0.03
-        if not turn.text and silence * 1000 >= self._cfg.endpoint_silence_ms:
-            self._turn = None  # speech that never became words: a noise, not a turn
+        heard_nothing = not turn.text and turn.silent_audio_end >= turn.last_voiced_end - _EPS
+        if heard_nothing and silence * 1000 >= self._cfg.endpoint_silence_ms:
+            self._turn = None  # speech that decoded to no words: a noise, not a turn
             return [Discard(turn.id)]
         if self._cfg.policy == "rules":
             return self._decide_by_rules(now)
