@@ -63,9 +63,9 @@ def run(args: argparse.Namespace) -> int:
     from app.config import Settings
     from app.events import Event, PaintedEvent, TokenEvent
     from app.ui.app import ensure_app
-    from app.ui.fake import ScriptedController
     from app.ui.hotkeys import NullBackend
     from app.ui.window import MainWindow
+    from devtools.scripted import ScriptedController
 
     app = ensure_app()
     controller = ScriptedController()

@@ -6,8 +6,6 @@ from pathlib import Path
 
 import pytest
 
-from app.bench.corpus import Clip
-from app.bench.turns import _score
 from app.events import (
     AnswerDoneEvent,
     CutEvent,
@@ -30,6 +28,8 @@ from app.events import (
 from app.percentile import median, p95, percentile
 from app.sessions import exchanges
 from app.timeline import Timeline
+from devtools.bench.corpus import Clip
+from devtools.bench.turns import _score
 
 Q1 = "How do you test a streaming parser"
 

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 from dataclasses import asdict, dataclass, field
@@ -35,7 +36,6 @@ from typing import Any
 from app.answer.engine import Strategy
 from app.answer.similarity import tags_of, without_tags, words
 from app.asr.decoder import WhisperDecoder, load_decoder
-from app.bench.corpus import Clip, load_corpus, ms
 from app.config import Settings
 from app.events import Event, EventBus
 from app.listener import ListenerOptions
@@ -43,6 +43,7 @@ from app.llm.endpoint import LlmEndpoint
 from app.percentile import median, p95
 from app.session import Session
 from app.timeline import Timeline, TurnStages
+from devtools.bench.corpus import Clip, load_corpus, ms
 
 MODES: dict[str, tuple[Strategy, ListenerOptions]] = {
     "naive": (Strategy(speculation=False, warm_client=False),
@@ -136,9 +137,13 @@ class _endpoint:
             server = LocalServer()
             self._local = server
             return LlmEndpoint(server.start(), "local", "SmolLM2-135M-Instruct", local=True)
+        # The checkout holding devtools goes on the child's path: `interview-copilot bench`
+        # from an editable install finds devtools beside app, not through sys.path.
+        root = str(Path(__file__).resolve().parents[2])
+        path = os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p)
         self._process = subprocess.Popen(
-            [sys.executable, "-m", "app.llm.fake_server", "--profile", args.profile, "--api-key", ""],
-            stdout=subprocess.PIPE, text=True)
+            [sys.executable, "-m", "devtools.fake_server", "--profile", args.profile, "--api-key", ""],
+            stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": path})
         assert self._process.stdout is not None
         url = self._process.stdout.readline().strip()
         return LlmEndpoint(url, "bench", "gpt-4o-mini", local=False)
