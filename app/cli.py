@@ -68,7 +68,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "transcribe":
             return _transcribe(settings, args)
         if args.command == "bench":
-            from app.bench import run_bench
+            from app.checkout import run_bench  # devtools/, in a source checkout only
 
             return run_bench(settings, args)
         if args.headless:

@@ -20,6 +20,7 @@ from app import events as ev
 from app.config import data_dir
 from app.eventlog import EventLog
 from app.events import Event, EventBus
+from app.timeline import Timeline
 
 SKIP = ("level",)
 """Meter readings: dozens a second, worthless after the fact."""
@@ -188,7 +189,7 @@ class Exchange:
     asked_at: float | None = None
 
 
-def exchanges(events: list[Event]) -> list[Exchange]:
+def exchanges(events: Iterable[Event] | Timeline) -> list[Exchange]:
     """One exchange per interviewer turn, in the order they were asked.
 
     The question is the turn's last final (a question that went on after a pause is one
@@ -196,49 +197,36 @@ def exchanges(events: list[Event]) -> list[Exchange]:
     regeneration is a second request of the same turn).  The candidate's words are not
     questions and are left out.
     """
-    by_turn: dict[int, Exchange] = {}
-    by_request: dict[int, Answer] = {}
+    timeline = events if isinstance(events, Timeline) else _timeline(events)
+    out: list[Exchange] = []
+    for stages in timeline.stages():
+        asked = [f.text.strip() for f in stages.finals if f.speaker == "interviewer"]
+        shown = timeline.answers(stages.number)
+        if not (asked or stages.endpoints or shown):
+            continue
+        ex = Exchange(asked[-1] if asked else "", stages.number,
+                      asked_at=stages.endpoint.t if stages.endpoint is not None else None)
+        ex.answers = [Answer(a.request, a.text, a.regenerated, a.cut, a.retracted) for a in shown]
+        out.append(ex)
+    return out
 
-    def exchange(turn: int) -> Exchange:
-        if turn not in by_turn:
-            by_turn[turn] = Exchange("", turn)
-        return by_turn[turn]
 
+def _timeline(events: Iterable[Event]) -> Timeline:
+    timeline = Timeline()
     for event in events:
-        if isinstance(event, ev.FinalEvent) and event.speaker == "interviewer":
-            exchange(event.turn).question = event.text.strip()
-        elif isinstance(event, ev.EndpointEvent):
-            exchange(event.turn).asked_at = event.t
-        elif isinstance(event, ev.TokenEvent):
-            answer = by_request.get(event.request)
-            if answer is None:
-                ex = exchange(event.turn)
-                regenerated = any(a.retracted is None for a in ex.answers)
-                answer = by_request[event.request] = Answer(event.request, "", regenerated)
-                ex.answers.append(answer)
-            answer.text += event.text
-        elif isinstance(event, ev.CutEvent) and event.request in by_request:
-            by_request[event.request].cut = True
-        elif isinstance(event, ev.RetractedEvent) and event.request in by_request:
-            by_request[event.request].retracted = event.reason
-        elif isinstance(event, ev.RestoredEvent) and event.request in by_request:
-            by_request[event.request].retracted = None
-    return list(by_turn.values())
+        timeline.feed(event)
+    return timeline
 
 
 def export_markdown(path: Path) -> str:
     """The session as a Markdown transcript: each question, its answer(s) and timings."""
-    from app.ui.latency import LatencyTracker  # Qt-free module; app.ui's __init__ is too
-
     session = load_session(path)
-    tracker = LatencyTracker()
-    for event in session.events:
-        tracker.feed(event)
+    timeline = _timeline(session.events)
     title = _started(path, path.stat().st_mtime).strftime("%Y-%m-%d %H:%M")
     lines = [f"# Interview Copilot session — {title}", ""]
     if session.skipped:
         lines += [f"_{session.skipped} unreadable line(s) skipped (crash or newer version)._", ""]
-    for number, ex in enumerate(exchanges(session.events), start=1):
+    for number, ex in enumerate(exchanges(timeline), start=1):
         when = f" _(at {_clock(ex.asked_at)})_" if ex.asked_at is not None else ""
         lines.append(f"## Q{number}{when}")
         lines.append("")
@@ -258,11 +246,11 @@ def export_markdown(path: Path) -> str:
             lines.append("")
             if answer.cut:
                 lines += ["_(cut short: a newer answer took its place)_", ""]
-        lat = tracker.turn(ex.turn) if ex.turn is not None and ex.answers else None
+        lat = timeline.turn(ex.turn) if ex.turn is not None and ex.answers else None
         if lat is not None and lat.response is not None:
             lines.append(f"<sub>{lat.describe().replace('Last turn', 'Latency')}</sub>")
             lines.append("")
-    t = tracker.totals
+    t = timeline.totals
     if t.prompt_tokens or t.completion_tokens or t.cost:
         lines.append("---")
         lines.append("")

@@ -3,8 +3,8 @@
 The question users ask is "where did my 800 ms go?", and the answer is spread over five
 threads (audio, ASR, endpointer, answer engine, UI) and one remote server.  Every stage
 already stamps its events with ``t`` on the session clock, so nothing in the hot path
-needs to know about tracing: :class:`TurnTracer` is a plain bus listener that remembers
-the few timestamps of each turn and, when the turn's ``answer_done`` arrives, creates the
+needs to know about tracing: :class:`TurnTracer` is a plain bus listener that feeds the
+turn timeline (:mod:`app.timeline`) and, when the turn's ``answer_done`` arrives, creates the
 whole span tree after the fact with explicit start and end times.  That keeps the cost
 while someone is talking at one dict update per event, and keeps OpenTelemetry out of
 the app entirely unless tracing is switched on (it is imported lazily here).
@@ -39,25 +39,12 @@ import sys
 import threading
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import IO, TYPE_CHECKING, Any, Literal
 from urllib.parse import urlsplit
 
-from app.events import (
-    AnswerDoneEvent,
-    EndpointEvent,
-    Event,
-    FinalEvent,
-    FirstTokenEvent,
-    PaintedEvent,
-    PartialEvent,
-    RequestEvent,
-    SpeculateEvent,
-    SpeculationEvent,
-    TokenEvent,
-    VadEvent,
-)
+from app.events import AnswerDoneEvent, Event, FirstTokenEvent
 from app.redact import redact
+from app.timeline import RequestStages, Timeline, TurnStages
 
 if TYPE_CHECKING:
     from opentelemetry.context import Context
@@ -81,41 +68,6 @@ PROVIDER = "openai"
 
 class TracingUnavailable(RuntimeError):
     """Tracing was asked for but OpenTelemetry is not installed; the message says how to fix it."""
-
-
-# --- what is remembered of a turn --------------------------------------------------------
-
-
-@dataclass(slots=True)
-class _Request:
-    id: int
-    kind: str
-    t: float
-    text: str
-    speculate: SpeculateEvent | None = None
-    first_token: FirstTokenEvent | None = None
-    verdict: SpeculationEvent | None = None
-    end: float | None = None
-
-
-@dataclass(slots=True)
-class _Turn:
-    number: int
-    speech_start: float | None = None
-    first_seen: float | None = None
-    endpoint: EndpointEvent | None = None
-    final: FinalEvent | None = None
-    speculates: list[SpeculateEvent] = field(default_factory=list)
-    requests: dict[int, _Request] = field(default_factory=dict)
-    first_shown: float | None = None
-    painted: PaintedEvent | None = None
-    done: AnswerDoneEvent | None = None
-    last_t: float = 0.0
-
-    def see(self, t: float) -> None:
-        if self.first_seen is None or t < self.first_seen:
-            self.first_seen = t
-        self.last_t = max(self.last_t, t)
 
 
 # --- the listener ------------------------------------------------------------------------
@@ -178,10 +130,7 @@ class TurnTracer:
         self._tracer: Tracer = self._provider.get_tracer("app.tracing", __version__)
         self._trace = trace
         self._lock = threading.Lock()
-        self._turns: dict[int, _Turn] = {}
-        self._pending_speech: float | None = None
-        self._in_utterance = False
-        self._current: int | None = None
+        self._timeline = Timeline(keep_turns=MAX_OPEN_TURNS)
         self.traces_built = 0
 
     # --- listener ------------------------------------------------------------------------
@@ -190,17 +139,22 @@ class TurnTracer:
         if event.name == "level":
             return
         with self._lock:
-            done = self._record(event)
-            if done is not None:
-                self._turns.pop(done.number, None)
+            if self._origin_ns is None and self._clock is None:
+                self._origin_ns = time.time_ns() - int(event.t * 1e9)
+            self._timeline.feed(event)
+            # A turn's trace is built when its answer is done; a later request of the same
+            # turn (a regeneration) starts a trace of its own.
+            done = self._timeline.forget(event.turn) if isinstance(event, AnswerDoneEvent) else None
         if done is not None:
             self._build(done)
 
     def flush(self, timeout_s: float = 5.0) -> None:
         """Export turns still open (unanswered at shutdown) and push buffered spans out."""
         with self._lock:
-            pending = [t for t in self._turns.values() if t.final is not None or t.requests]
-            self._turns.clear()
+            kept = self._timeline.stages()
+            for turn in kept:
+                self._timeline.forget(turn.number)
+            pending = [t for t in kept if t.final is not None or t.requests]
         for turn in pending:
             self._build(turn)
         self._provider.force_flush(int(timeout_s * 1000))
@@ -208,87 +162,6 @@ class TurnTracer:
     def shutdown(self) -> None:
         self.flush()
         self._provider.shutdown()
-
-    # --- bookkeeping (lock held) ----------------------------------------------------------
-
-    def _turn(self, number: int, t: float) -> _Turn:
-        turn = self._turns.get(number)
-        if turn is None:
-            turn = self._turns[number] = _Turn(number)
-            if len(self._turns) > MAX_OPEN_TURNS:
-                self._turns.pop(min(self._turns))
-        turn.see(t)
-        return turn
-
-    def _bind_speech(self, turn: _Turn) -> None:
-        if turn.speech_start is None and self._pending_speech is not None:
-            turn.speech_start = self._pending_speech
-            self._pending_speech = None
-
-    def _record(self, event: Event) -> _Turn | None:
-        """Remember what the trace needs; returns the turn that just ended, if any."""
-        if self._origin_ns is None and self._clock is None:
-            self._origin_ns = time.time_ns() - int(event.t * 1e9)
-        if isinstance(event, VadEvent):
-            if event.speech and not self._in_utterance:
-                # An onset: the next utterance number the pipeline hands out is this one.
-                self._in_utterance = True
-                self._pending_speech = event.t
-            return None
-        if isinstance(event, PartialEvent | SpeculateEvent | EndpointEvent | FinalEvent):
-            turn = self._turn(event.turn, event.t)
-            self._current = event.turn
-            self._bind_speech(turn)
-            if isinstance(event, SpeculateEvent):
-                turn.speculates.append(event)
-            elif isinstance(event, EndpointEvent):
-                turn.endpoint = event
-                self._in_utterance = False
-            elif isinstance(event, FinalEvent) and turn.final is None:
-                turn.final = event
-            return None
-        if isinstance(event, RequestEvent):
-            turn = self._turn(event.turn, event.t)
-            request = _Request(event.request, event.kind, event.t, event.text)
-            if event.kind == "speculative":
-                request.speculate = next(
-                    (s for s in reversed(turn.speculates) if s.text == event.text), None
-                )
-            turn.requests[event.request] = request
-            return None
-        if isinstance(event, FirstTokenEvent):
-            turn = self._turn(event.turn, event.t)
-            req = turn.requests.get(event.request)
-            if req is not None and req.first_token is None:
-                req.first_token = event
-            return None
-        if isinstance(event, SpeculationEvent):
-            turn = self._turn(event.turn, event.t)
-            req = turn.requests.get(event.request)
-            if req is not None:
-                if req.verdict is None or req.verdict.outcome == "hit":
-                    req.verdict = event
-                if event.outcome != "hit":
-                    req.end = event.t
-            return None
-        if isinstance(event, TokenEvent):
-            turn = self._turn(event.turn, event.t)
-            if turn.first_shown is None:
-                turn.first_shown = event.t
-            return None
-        if isinstance(event, PaintedEvent):
-            turn = self._turn(event.turn, event.t)
-            if turn.painted is None:
-                turn.painted = event
-            return None
-        if isinstance(event, AnswerDoneEvent):
-            turn = self._turn(event.turn, event.t)
-            turn.done = event
-            req = turn.requests.get(event.request)
-            if req is not None:
-                req.end = event.t
-            return turn
-        return None
 
     # --- building the spans ----------------------------------------------------------------
 
@@ -315,14 +188,14 @@ class TurnTracer:
             start_time=self._ns(start),
         )
 
-    def _build(self, turn: _Turn) -> None:
+    def _build(self, turn: TurnStages) -> None:
         """All spans of one turn, children ended before their parents."""
         done = turn.done
-        speech_end = turn.endpoint.t - turn.endpoint.silence if turn.endpoint else None
+        speech_end = turn.speech_end
         start_candidates = [t for t in (turn.speech_start, turn.first_seen) if t is not None]
         start = min(start_candidates) if start_candidates else turn.last_t
         end = max(turn.last_t, done.t if done else 0.0, turn.painted.t if turn.painted else 0.0)
-        answer = turn.requests.get(done.request) if done else None
+        answer = turn.answer
         outcomes = [r.verdict.outcome for r in turn.requests.values() if r.verdict is not None]
         root_attrs: dict[str, Any] = {
             "copilot.turn": turn.number,
@@ -395,7 +268,7 @@ class TurnTracer:
         root.end(end_time=self._ns(max(start, end)))
         self.traces_built += 1
 
-    def _request_spans(self, request: _Request, end: float, parent: Span,
+    def _request_spans(self, request: RequestStages, end: float, parent: Span,
                        done: AnswerDoneEvent | None) -> None:
         model = self._model or "unknown"
         ft = request.first_token

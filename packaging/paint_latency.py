@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
 import sys
 import tempfile
 import threading
@@ -47,12 +46,6 @@ def tokens(count: int) -> list[str]:
     return out[:count]
 
 
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    index = min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))
-    return ordered[index]
-
-
 def burn(stop: threading.Event, size: int) -> None:
     import numpy as np
 
@@ -70,9 +63,9 @@ def run(args: argparse.Namespace) -> int:
     from app.config import Settings
     from app.events import Event, PaintedEvent, TokenEvent
     from app.ui.app import ensure_app
-    from app.ui.fake import ScriptedController
     from app.ui.hotkeys import NullBackend
     from app.ui.window import MainWindow
+    from devtools.scripted import ScriptedController
 
     app = ensure_app()
     controller = ScriptedController()
@@ -128,8 +121,10 @@ def run(args: argparse.Namespace) -> int:
         print("no paints recorded (is the window visible?)")
         return 1
     print(f"paints={len(ms)}  token->paint latency (oldest token per paint):")
-    print(f"  median {statistics.median(ms):.2f} ms   p90 {percentile(ms, 0.90):.2f} ms   "
-          f"p99 {percentile(ms, 0.99):.2f} ms   max {max(ms):.2f} ms")
+    from app.percentile import median, percentile
+
+    print(f"  median {median(ms) or 0:.2f} ms   p90 {percentile(ms, 0.90) or 0:.2f} ms   "
+          f"p99 {percentile(ms, 0.99) or 0:.2f} ms   max {max(ms):.2f} ms")
     if args.compare:
         compare_render_cost(len(stream))
     return 0

@@ -96,8 +96,8 @@ def _shoot(out: Path, theme: str, width: int, height: int) -> int:
     from app.config import Settings
     from app.sessions import SessionLog
     from app.ui.app import ensure_app
-    from app.ui.fake import ScriptedController, interview_script
     from app.ui.window import MainWindow
+    from devtools.scripted import ScriptedController, interview_script
 
     app = ensure_app()
     settings = Settings()

@@ -30,6 +30,6 @@ fi
 # llama-cpp-python builds from source; the native CPU build crashes on some CPUs.
 CMAKE_ARGS="-DGGML_NATIVE=OFF" .venv/bin/pip install -q --disable-pip-version-check -e '.[local,zh,dev,bundle,diagnostics]'
 
-.venv/bin/ruff check app tests packaging
-.venv/bin/mypy app
+.venv/bin/ruff check app devtools tests packaging
+.venv/bin/mypy app devtools
 exec .venv/bin/python -m pytest "$@"

@@ -33,8 +33,8 @@ from app.events import (
     TurnStatsEvent,
 )
 from app.llm.client import LlmClient
-from app.llm.fake_server import FakeServer, Fault, Profile
 from app.prompt.builder import PromptBuilder
+from devtools.fake_server import FakeServer, Fault, Profile
 
 KEY = "sk-test-secret-123456"
 

@@ -8,7 +8,7 @@ from app.asr.decoder import WhisperDecoder
 from app.asr.guards import cut_repetition, is_hallucination
 from app.asr.model import ModelError
 from app.asr.stabilizer import LocalAgreement
-from app.bench.corpus import wer
+from devtools.bench.corpus import wer
 from tests.speech import read_wav, synth
 
 

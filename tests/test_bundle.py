@@ -79,3 +79,12 @@ def test_bundle_version_and_hidden_server_flag(bundle_exe: Path) -> None:
     assert server.returncode in (0, 3), server.stderr  # 3: built without the local LLM
     if server.returncode == 0:
         assert "--model" in server.stdout
+
+
+@pytest.mark.timeout(1800)
+def test_bundle_leaves_the_dev_tools_out(bundle_exe: Path) -> None:
+    """The benchmarks, test server and scripted interview are not in the installer;
+    ``bench`` says where to get them instead of failing."""
+    bench = _run_clean(bundle_exe, "bench", "asr", "--corpus", "/nonexistent", timeout=120)
+    assert bench.returncode == 2, bench.stdout + bench.stderr[-3000:]
+    assert "source checkout" in bench.stderr and "Traceback" not in bench.stderr

@@ -24,13 +24,13 @@ from app.asr.script import ScriptConverter
 from app.asr.stabilizer import LocalAgreement
 from app.asr.streaming import StreamingRecognizer
 from app.audio.frames import FRAME_SAMPLES, AudioFrame
-from app.bench.corpus import error_unit, wer
 from app.clock import SessionClock
 from app.config import PROVIDER_PRESETS, AsrConfig, Settings
 from app.events import FinalEvent, LanguageEvent, PartialEvent
 from app.prompt.builder import PromptBuilder, cache_key, serialise
 from app.prompt.texts import prompt_language
 from app.text import segments, words
+from devtools.bench.corpus import error_unit, wer
 from tests.speech import read_wav, synth
 
 DATA = Path(__file__).parent / "data"

@@ -112,7 +112,7 @@ def test_the_library_probe_names_the_packages() -> None:
 
 
 def test_a_hanging_endpoint_never_delays_the_captions(tmp_path: Path) -> None:
-    from app.llm.fake_server import FakeServer, Profile
+    from devtools.fake_server import FakeServer, Profile
 
     clip = synth("Why are you interested in this role?")
     with FakeServer(Profile(hang=True)) as server:
@@ -136,7 +136,7 @@ def test_a_hanging_endpoint_never_delays_the_captions(tmp_path: Path) -> None:
 
 
 def test_credentials_in_the_base_url_reach_no_output_and_no_file(tmp_path: Path) -> None:
-    from app.llm.fake_server import FakeServer, Profile
+    from devtools.fake_server import FakeServer, Profile
 
     clip = synth("Why are you interested in this role?")
     events = tmp_path / "events.jsonl"

@@ -29,7 +29,7 @@ from app.doctor import (
     format_result,
     run_doctor,
 )
-from app.llm.fake_server import FakeServer, Profile
+from devtools.fake_server import FakeServer, Profile
 
 KEY = "sk-doctor-test-123456"
 MODEL = "gpt-4o-mini"

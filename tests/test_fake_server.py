@@ -15,7 +15,7 @@ import httpx2
 import openai
 import pytest
 
-from app.llm.fake_server import PROFILES, FakeServer, Fault, Profile, answer_tokens
+from devtools.fake_server import PROFILES, FakeServer, Fault, Profile, answer_tokens
 
 KEY = "test-key"
 ROOT = Path(__file__).resolve().parents[1]
@@ -286,7 +286,7 @@ def test_profile_latency_is_applied() -> None:
 def test_cli_serves_in_a_separate_process() -> None:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     proc = subprocess.Popen(
-        [sys.executable, "-m", "app.llm.fake_server", "--profile", "relay", "--port", "0"],
+        [sys.executable, "-m", "devtools.fake_server", "--profile", "relay", "--port", "0"],
         stdout=subprocess.PIPE,
         text=True,
         env=env,

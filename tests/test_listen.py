@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from app.llm.fake_server import FakeServer, Profile
 from app.llm.local_server import llama_cpp_available
+from devtools.fake_server import FakeServer, Profile
 from tests.speech import concat, synth
 
 

@@ -13,7 +13,6 @@ import numpy as np
 
 from app.asr.decoder import WhisperDecoder
 from app.audio import FileSource
-from app.bench.corpus import wer, words
 from app.clock import SessionClock
 from app.config import Settings
 from app.events import (
@@ -27,6 +26,7 @@ from app.events import (
     VadEvent,
 )
 from app.listener import Listener
+from devtools.bench.corpus import wer, words
 from tests.speech import concat, speech_bounds, synth, trimmed, write_wav
 
 QUESTION = "What is the difference between a process and a thread, and when would you use each one?"

@@ -15,8 +15,8 @@ import pytest
 
 from app.llm.client import Delta, Done, LlmClient, StreamItem, estimate_usage
 from app.llm.errors import LlmError
-from app.llm.fake_server import FakeServer, Fault, Profile, answer_tokens
 from app.redact import redact
+from devtools.fake_server import FakeServer, Fault, Profile, answer_tokens
 
 KEY = "test-key"
 MODEL = "gpt-4o-mini"

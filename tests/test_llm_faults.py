@@ -19,7 +19,7 @@ import pytest
 
 from app.llm.client import Delta, Done, LlmClient
 from app.llm.errors import LlmError
-from app.llm.fake_server import FakeServer, Fault, Profile, answer_tokens
+from devtools.fake_server import FakeServer, Fault, Profile, answer_tokens
 
 KEY = "test-key"
 MODEL = "gpt-4o-mini"

@@ -28,7 +28,7 @@ import pytest
 
 from app.doctor import DoctorOptions, Target, analyse_arrivals, check_buffering, measure_arrivals
 from app.llm.client import Done, LlmClient
-from app.llm.fake_server import FakeServer, Profile
+from devtools.fake_server import FakeServer, Profile
 
 RECIPE = Path(__file__).resolve().parent.parent / "packaging" / "relay" / "nginx.conf"
 KEY = "relay-test-key"

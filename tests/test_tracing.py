@@ -34,9 +34,9 @@ from app.events import (
     VadEvent,
 )
 from app.llm.client import LlmClient
-from app.llm.fake_server import FakeServer, Profile
 from app.prompt.builder import PromptBuilder
 from app.tracing import TracingUnavailable, TurnTracer, format_waterfall, maybe_tracer
+from devtools.fake_server import FakeServer, Profile
 
 QUESTION = "What is the difference between a process and a thread?"
 SECRET_ANSWER = "A process owns memory; threads share it."

@@ -24,8 +24,8 @@ from app.events import (
     SpeculateEvent,
 )
 from app.llm.endpoint import LlmEndpoint
-from app.llm.fake_server import FakeServer, Profile
 from app.session import Session
+from devtools.fake_server import FakeServer, Profile
 from tests.speech import read_wav, synth, trimmed, write_wav
 
 Q1 = "Have you ever worked with Kafka?"

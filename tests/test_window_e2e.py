@@ -18,9 +18,9 @@ from app.asr.decoder import WhisperDecoder
 from app.config import Settings
 from app.events import AnswerDoneEvent, Event, FinalEvent, PaintedEvent, TokenEvent
 from app.llm.endpoint import LlmEndpoint
-from app.llm.fake_server import FakeServer, Profile
 from app.session import Session
 from app.ui.window import MainWindow
+from devtools.fake_server import FakeServer, Profile
 from tests.speech import synth
 from tests.ui_fakes import AcceptingBackend
 

@@ -8,8 +8,8 @@ import time
 from collections.abc import Callable, Iterable
 
 from app.events import Event
-from app.ui.fake import ScriptedController
 from app.ui.hotkeys import Hotkey
+from devtools.scripted import ScriptedController
 from tests.memory_keyring import MemoryKeyring
 
 __all__ = ["MemoryKeyring"]

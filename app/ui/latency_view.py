@@ -1,9 +1,9 @@
 """View → Response latency…: every answered turn of the session as one bar, live.
 
-The numbers come from the window's :class:`~app.ui.latency.LatencyTracker`, so the chart can
+The numbers come from the window's :class:`~app.timeline.Timeline`, so the chart can
 never disagree with the status bar or the exported transcript.  The dialog listens to the
 window's :class:`~app.ui.bridge.EventBridge` with a queued connection made after the
-window's own, so Qt delivers each event to the window (which feeds the tracker) before it
+window's own, so Qt delivers each event to the window (which feeds the timeline) before it
 reaches the dialog; nothing polls.  Drawn with QPainter: a plotting library in the GUI
 would cost startup time and bundle size for a dozen rectangles.
 """
@@ -18,8 +18,9 @@ from PySide6.QtGui import QColor, QFont, QFontMetricsF, QHelpEvent, QPainter, QP
 from PySide6.QtWidgets import QDialog, QLabel, QSizePolicy, QToolTip, QVBoxLayout, QWidget
 
 from app.events import FinalEvent, PaintedEvent, SpeculationEvent, TokenEvent
+from app.percentile import median, p95
+from app.timeline import Outcome, Timeline
 from app.ui.bridge import EventBridge
-from app.ui.latency import LatencyTracker, Outcome, median, percentile
 from app.ui.qtcompat import protect_singletons
 from app.ui.theme import DARK, LIGHT, Theme
 
@@ -163,7 +164,7 @@ class LatencyChart(QWidget):
 
         values = [r.latency for r in self._rows]
         marks = [("median", median(values), Qt.PenStyle.DashLine),
-                 ("p95", percentile(values, 0.95), Qt.PenStyle.DotLine)]
+                 ("p95", p95(values), Qt.PenStyle.DotLine)]
         placed: list[float] = []
         for name, mark, style in marks:
             if mark is None or len(values) < 2:
@@ -203,13 +204,13 @@ class LatencyChart(QWidget):
 class LatencyView(QDialog):
     """Non-modal: it stays open beside the window and grows a bar per answered turn."""
 
-    def __init__(self, tracker: LatencyTracker, bridge: EventBridge, parent: QWidget | None = None) -> None:
+    def __init__(self, timeline: Timeline, bridge: EventBridge, parent: QWidget | None = None) -> None:
         protect_singletons()
         super().__init__(parent)
         self.setWindowTitle("Response latency")
         self.setModal(False)
         self.resize(560, 340)
-        self._tracker = tracker
+        self._timeline = timeline
         self._skipped = 0
         layout = QVBoxLayout(self)
         layout.setContentsMargins(12, 10, 12, 10)
@@ -236,26 +237,26 @@ class LatencyView(QDialog):
         because they count from their own request and would pull the median down."""
         return tuple(
             TurnRow(lat.turn, lat.response, lat.outcome, lat.shown is not None)
-            for lat in self._tracker.turns()
+            for lat in self._timeline.turns()
             if lat.origin == "silence" and lat.response is not None
         )
 
     def refresh(self) -> None:
-        """Re-read the tracker; cheap when nothing changed (most events are tokens)."""
+        """Re-read the timeline; cheap when nothing changed (most events are tokens)."""
         rows = self.rows()
-        skipped = sum(1 for lat in self._tracker.turns() if lat.origin != "silence")
+        skipped = sum(1 for lat in self._timeline.turns() if lat.origin != "silence")
         if rows != self.chart.rows or skipped != self._skipped:
             self._show(rows, skipped)
 
     def _show(self, rows: tuple[TurnRow, ...], skipped: int) -> None:
         self._skipped = skipped
         values = [r.latency for r in rows]
-        med, p95 = median(values), percentile(values, 0.95)
-        if med is None or p95 is None:
+        med, slow = median(values), p95(values)
+        if med is None or slow is None:
             self.summary.setText("Response latency per turn (speech end → first words painted)")
         else:
             count = f"{len(rows)} turn" + ("s" if len(rows) != 1 else "")
-            self.summary.setText(f"{count} · median {med * 1000:.0f} ms · p95 {p95 * 1000:.0f} ms "
+            self.summary.setText(f"{count} · median {med * 1000:.0f} ms · p95 {slow * 1000:.0f} ms "
                                  "(speech end → first words painted)")
         self.note.setText(
             f"{skipped} regenerated answer{'s' if skipped != 1 else ''} not shown: "

@@ -14,7 +14,7 @@ from PySide6.QtCore import QRectF, QSize, Qt
 from PySide6.QtGui import QColor, QFont, QFontMetricsF, QPainter, QPaintEvent, QPen
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QSizePolicy, QVBoxLayout, QWidget
 
-from app.ui.latency import Segment, SegmentKey, TurnLatency
+from app.timeline import Segment, SegmentKey, TurnLatency
 from app.ui.qtcompat import protect_singletons
 from app.ui.theme import LIGHT, Theme
 
@@ -127,7 +127,7 @@ class LatencyBar(QWidget):
     """The last turn as one stacked bar: a partition of speech end → painted.
 
     The bar always spans the whole widget (the total is in the text above it); its parts
-    are :meth:`app.ui.latency.TurnLatency.segments`, which never overlap, so their widths
+    are :meth:`app.timeline.TurnLatency.segments`, which never overlap, so their widths
     add up to the response latency.  A request that left before the question was final
     would otherwise be invisible, so its full request → first-token span is drawn in the
     LLM colour as a tick where the request left and a thin strip along the bottom edge from
@@ -311,7 +311,7 @@ class StatusPanel(QFrame):
             "before the endpoint), first token received, first words painted.")
 
     def set_breakdown(self, lat: TurnLatency | None) -> None:
-        """Redraw the stacked bar for ``lat`` (the tracker's last turn; None before any)."""
+        """Redraw the stacked bar for ``lat`` (the timeline's last turn; None before any)."""
         self.breakdown.set_turn(lat)
 
     def set_speculation(self, text: str) -> None:

@@ -43,11 +43,11 @@ from app.events import (
 )
 from app.redact import redact
 from app.sessions import SessionLog, export_markdown
+from app.timeline import Timeline
 from app.ui import theme as themes
 from app.ui.banner import BannerArea
 from app.ui.bridge import BusPoster, EventBridge
 from app.ui.hotkeys import GlobalBackend, HotkeyManager
-from app.ui.latency import LatencyTracker
 from app.ui.latency_view import LatencyView
 from app.ui.panes import Panes
 from app.ui.qtcompat import protect_singletons
@@ -83,7 +83,7 @@ class MainWindow(QMainWindow):
         self.settings_path = settings_path
         self.session_log = session_log
         self.quit_on_close = False
-        self.tracker = LatencyTracker()
+        self.timeline = Timeline()
         self._latency_view: LatencyView | None = None
         self._state_file = state_file or (config_dir() / "window.ini")
         self._theme = themes.LIGHT
@@ -225,7 +225,7 @@ class MainWindow(QMainWindow):
     def open_latency_view(self) -> LatencyView:
         """The session's response latencies; one non-modal dialog, raised if already open."""
         if self._latency_view is None:
-            self._latency_view = LatencyView(self.tracker, self.bridge, self)
+            self._latency_view = LatencyView(self.timeline, self.bridge, self)
         self._latency_view.show()
         self._latency_view.raise_()
         self._latency_view.activateWindow()
@@ -324,12 +324,12 @@ class MainWindow(QMainWindow):
             self.status.meter.set_level(event.dbfs)
             return
         self.panes.feed(event)
-        if self.tracker.feed(event):
-            if self.tracker.last is not None:
-                self.status.set_latency(self.tracker.last.describe())
-                self.status.set_breakdown(self.tracker.last)
-                self.status.set_speculation(self.tracker.last.speculation or "")
-            self.status.set_cost(self.tracker.totals.describe())
+        if self.timeline.feed(event):
+            if self.timeline.last is not None:
+                self.status.set_latency(self.timeline.last.describe())
+                self.status.set_breakdown(self.timeline.last)
+                self.status.set_speculation(self.timeline.last.speculation or "")
+            self.status.set_cost(self.timeline.totals.describe())
         if isinstance(event, VadEvent):
             self._speaking = event.speech
             if self.status.state in ("listening", "speaking", "stopped"):

@@ -9,11 +9,11 @@ from app.config import Settings
 
 def run_bench(settings: Settings, args: argparse.Namespace) -> int:
     if args.bench == "asr":
-        from app.bench import asr
+        from devtools.bench import asr
 
         asr.run(settings, args.corpus, args.out, args.limit)
         return 0
-    from app.bench import turns
+    from devtools.bench import turns
 
     turns.run(settings, args)
     return 0

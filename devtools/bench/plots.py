@@ -7,7 +7,7 @@ matplotlib is imported lazily (it is an optional extra) and driven through its
 object API with the Agg canvas: no pyplot global state, no GUI backend, safe to call
 from a process that also runs Qt.
 
-``python -m app.bench.plots bench-out/bench-turns.json`` plots one file.
+``python -m devtools.bench.plots bench-out/bench-turns.json`` plots one file.
 """
 
 from __future__ import annotations

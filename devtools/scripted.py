@@ -1,7 +1,7 @@
 """A scripted controller: drives the real window without audio, ASR or a server.
 
 Used by the screenshot and paint-latency scripts and by the demo (``python -m
-app.ui.fake``); its events come from a background thread like the real pipeline's.
+devtools.scripted``); its events come from a background thread like the real pipeline's.
 """
 
 from __future__ import annotations

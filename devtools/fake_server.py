@@ -11,7 +11,7 @@ layer exists to avoid.
 
 The server runs its own event loop in a daemon thread, so a test's loop (the client's)
 and the server never share a scheduler: a blocked client cannot make the server look
-slow, and vice versa.  ``python -m app.llm.fake_server --profile relay`` runs it as a
+slow, and vice versa.  ``python -m devtools.fake_server --profile relay`` runs it as a
 separate process for benchmarks.
 """
 
@@ -856,7 +856,7 @@ def _error_body(message: str, kind: str, code: str | None, param: str | None = N
 
 def serve(argv: Sequence[str] | None = None) -> int:
     """Run a fake server in this process until SIGINT/SIGTERM; prints the base URL."""
-    parser = argparse.ArgumentParser(prog="python -m app.llm.fake_server")
+    parser = argparse.ArgumentParser(prog="python -m devtools.fake_server")
     parser.add_argument("--profile", choices=sorted(PROFILES), default="instant")
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--api-key", default="test-key", help='"" accepts any key')

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 from dataclasses import asdict, dataclass, field
@@ -34,26 +35,15 @@ from typing import Any
 
 from app.answer.engine import Strategy
 from app.asr.decoder import WhisperDecoder, load_decoder
-from app.bench.corpus import Clip, load_corpus, median, ms, p95
 from app.config import Settings
-from app.events import (
-    AnswerDoneEvent,
-    EndpointEvent,
-    Event,
-    EventBus,
-    FinalEvent,
-    FirstTokenEvent,
-    RequestEvent,
-    RestoredEvent,
-    RetractedEvent,
-    SpeculationEvent,
-    TokenEvent,
-    TurnStatsEvent,
-)
+from app.events import Event, EventBus
 from app.listener import ListenerOptions
 from app.llm.endpoint import LlmEndpoint
+from app.percentile import median, p95
 from app.session import Session
 from app.text import question_key, tags_of, words
+from app.timeline import Timeline, TurnStages
+from devtools.bench.corpus import Clip, load_corpus, ms
 
 MODES: dict[str, tuple[Strategy, ListenerOptions]] = {
     "naive": (Strategy(speculation=False, warm_client=False),
@@ -147,9 +137,13 @@ class _endpoint:
             server = LocalServer()
             self._local = server
             return LlmEndpoint(server.start(), "local", "SmolLM2-135M-Instruct", local=True)
+        # The checkout holding devtools goes on the child's path: `interview-copilot bench`
+        # from an editable install finds devtools beside app, not through sys.path.
+        root = str(Path(__file__).resolve().parents[2])
+        path = os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p)
         self._process = subprocess.Popen(
-            [sys.executable, "-m", "app.llm.fake_server", "--profile", args.profile, "--api-key", ""],
-            stdout=subprocess.PIPE, text=True)
+            [sys.executable, "-m", "devtools.fake_server", "--profile", args.profile, "--api-key", ""],
+            stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": path})
         assert self._process.stdout is not None
         url = self._process.stdout.readline().strip()
         return LlmEndpoint(url, "bench", "gpt-4o-mini", local=False)
@@ -184,81 +178,60 @@ def _replay(settings: Settings, decoder: WhisperDecoder, endpoint: LlmEndpoint, 
 
 def _score(events: list[Event], clip: Clip, mode: str) -> TurnResult:
     result = TurnResult(clip=clip.path.name, mode=mode)
-    finals = [e for e in events if isinstance(e, FinalEvent)]
-    result.finals = len(finals)
-    result.turns = sorted({f.turn for f in finals})
-    if not finals:
+    timeline = Timeline()
+    for event in events:
+        timeline.feed(event)
+    asked = [s for s in timeline.stages() if s.finals]
+    result.finals = sum(len(s.finals) for s in asked)
+    result.turns = [s.number for s in asked]
+    last = timeline.last_final
+    if last is None:
         return result
-    last = finals[-1]
     result.final = last.text
-    requests = {e.request: e for e in events if isinstance(e, RequestEvent)}
-    result.requests = len(requests)
-    on_screen = _left_on_screen(events)
+    result.requests = len(timeline.requests)
+    on_screen = timeline.left_on_screen()
     if on_screen:
-        request, shown_at = on_screen[-1]
-        result.response_latency = shown_at - clip.speech_end_s
-        result.final_to_first_token = shown_at - last.t
-        result.answer = "".join(e.text for e in events if isinstance(e, TokenEvent) and e.request == request)
-    final_of = {f.turn: f.text for f in finals}  # each turn's last (whole) final
+        answer = on_screen[-1]
+        result.response_latency = answer.put_up - clip.speech_end_s
+        result.final_to_first_token = answer.put_up - last.t
+        result.answer = answer.text
+    final_of = {s.number: s.finals[-1].text for s in asked}  # each turn's last (whole) final
     settings = Settings()
     tags = tags_of(w for ws in settings.turns.end_words.values() for w in ws)
     fillers = [w for ws in settings.answer.filler_words.values() for w in ws]
-    for request, _ in on_screen:
-        asked = requests[request]
-        written_for = question_key(asked.text, fillers, tags)
-        whole = question_key(final_of.get(asked.turn, ""), fillers, tags)
+    for shown in on_screen:
+        request = timeline.requests[shown.request]
+        written_for = question_key(request.text, fillers, tags)
+        whole = question_key(final_of.get(request.turn, ""), fillers, tags)
         if written_for != whole or len(written_for) < 0.75 * len(words(clip.text)):
             result.stale += 1
-    retracted = [e for e in events if isinstance(e, RetractedEvent)]
-    result.withdrawn = len(retracted)
-    for event in retracted:
+    result.withdrawn = len(timeline.retractions)
+    for event in timeline.retractions:
         resumed = [start + length for start, length in clip.pauses if start + length <= event.t]
         if resumed:
             result.withdraw_delays.append(event.t - max(resumed))
-    _breakdown(result, events, clip, last)
-    outcomes = [e.outcome for e in events if isinstance(e, SpeculationEvent)]
-    result.hits, result.misses, result.cancelled = (outcomes.count("hit"), outcomes.count("miss"),
-                                                    outcomes.count("cancelled"))
-    stats = [e for e in events if isinstance(e, TurnStatsEvent)]
-    result.wasted_tokens = sum(s.wasted_prompt_tokens + s.wasted_completion_tokens for s in stats)
-    result.tokens = sum(s.prompt_tokens + s.completion_tokens for s in stats)
+    _breakdown(result, timeline.stages(last.turn)[0], clip)
+    result.hits, result.misses, result.cancelled = (timeline.outcomes["hit"], timeline.outcomes["miss"],
+                                                    timeline.outcomes["cancelled"])
+    result.wasted_tokens = sum(s.wasted_prompt_tokens + s.wasted_completion_tokens for s in timeline.stats)
+    result.tokens = sum(s.prompt_tokens + s.completion_tokens for s in timeline.stats)
     return result
 
 
-def _left_on_screen(events: list[Event]) -> list[tuple[int, float]]:
-    """(request, when it was last put on screen) of every answer standing at the end."""
-    shown: dict[int, float] = {}
-    standing: set[int] = set()
-    for event in events:
-        if isinstance(event, TokenEvent) and event.request not in shown:
-            shown[event.request] = event.t
-            standing.add(event.request)
-        elif isinstance(event, RetractedEvent):
-            standing.discard(event.request)
-        elif isinstance(event, RestoredEvent):
-            standing.add(event.request)
-            shown[event.request] = event.t
-    return sorted(((r, shown[r]) for r in standing), key=lambda item: item[1])
-
-
-def _breakdown(result: TurnResult, events: list[Event], clip: Clip, final: FinalEvent) -> None:
-    turn = final.turn
-    endpoint = next((e for e in events if isinstance(e, EndpointEvent) and e.turn == turn), None)
-    if endpoint is not None:
-        result.endpoint_wait = endpoint.t - clip.speech_end_s
-        result.asr_final = final.t - endpoint.t
-    done = next((e for e in reversed(events) if isinstance(e, AnswerDoneEvent) and e.turn == turn), None)
-    if done is None:
+def _breakdown(result: TurnResult, turn: TurnStages, clip: Clip) -> None:
+    """Where the last question's response latency went, step by step."""
+    final = turn.finals[-1]
+    if turn.endpoints:
+        result.endpoint_wait = turn.endpoints[0].t - clip.speech_end_s
+        result.asr_final = final.t - turn.endpoints[0].t
+    request = turn.answer
+    if request is None:
         return
-    request = next((e for e in events if isinstance(e, RequestEvent) and e.request == done.request), None)
-    first = next((e for e in events if isinstance(e, FirstTokenEvent) and e.request == done.request), None)
-    shown = next((e for e in events if isinstance(e, TokenEvent) and e.request == done.request), None)
-    if request is not None:
-        result.final_to_request = request.t - final.t
-        if first is not None:
-            result.request_to_first_token = first.t - request.t
-            if shown is not None:
-                result.first_token_to_shown = shown.t - first.t
+    result.final_to_request = request.t - final.t
+    if request.first_token is not None:
+        result.request_to_first_token = request.first_token.t - request.t
+        if request.shown is not None:
+            result.first_token_to_shown = request.shown - request.first_token.t
 
 
 def _summarise(results: list[TurnResult]) -> dict[str, Any]:

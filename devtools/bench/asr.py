@@ -23,10 +23,11 @@ from pathlib import Path
 from app.asr.decoder import AUTO, WhisperDecoder
 from app.asr.model import load_model
 from app.asr.script import ScriptConverter
-from app.bench.corpus import Clip, error_unit, load_corpus, median, ms, p95, wer
 from app.config import Settings
 from app.events import Event, EventBus, FinalEvent, PartialEvent, VadEvent
+from app.percentile import median, p95
 from app.session import Session
+from devtools.bench.corpus import Clip, error_unit, load_corpus, ms, wer
 
 
 @dataclass

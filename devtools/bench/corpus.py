@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import statistics
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -50,17 +49,6 @@ def error_unit(references: list[str]) -> str:
     """"cer" when the references are mostly Chinese/Japanese, else "wer": what to call it."""
     cjk = sum(has_cjk(r) for r in references)
     return "cer" if references and cjk * 2 > len(references) else "wer"
-
-
-def median(values: list[float]) -> float | None:
-    return statistics.median(values) if values else None
-
-
-def p95(values: list[float]) -> float | None:
-    if not values:
-        return None
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
 
 
 def ms(value: float | None) -> str:
