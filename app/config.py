@@ -29,6 +29,11 @@ class AudioConfig(_Section):
     source: Literal["file", "mic", "loopback"] = "mic"
     device: str | None = None
     """Input device name (substring) or index; None = system default."""
+    candidate: Literal["off", "mic"] = "mic"
+    """The candidate's own microphone, transcribed as "You" (context for follow-ups, never
+    answered); "off" listens to the interviewer only."""
+    candidate_device: str | None = None
+    """The candidate's microphone: name (substring) or index; None = system default."""
 
 
 class VadConfig(_Section):
