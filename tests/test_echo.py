@@ -182,3 +182,52 @@ def test_cpu_per_second_of_audio(question: Signal) -> None:
     cpu_per_s = (time.process_time() - start) / (len(mics) * FRAME_SAMPLES / SAMPLE_RATE)
     print(f"echo gate: {cpu_per_s * 1000:.1f} ms CPU per second of audio")
     assert cpu_per_s < 0.05  # a few % of one core at most, even on a loaded machine
+
+
+# --- per utterance, with the real VAD ----------------------------------------------------
+
+
+def _utterance_shares(interviewer: Signal, candidate: Signal) -> list[float]:
+    """The candidate track through webrtcvad (as its listener would), each utterance's
+    echo share from the gate; an utterance ends after 0.6 s without voice."""
+    from app.audio.echo import UTTERANCE_ECHO_SHARE
+    from app.config import VadConfig
+    from app.vad.detector import VoiceDetector
+
+    assert UTTERANCE_ECHO_SHARE == 0.5
+    gate, vad = EchoGate(), VoiceDetector(VadConfig())
+    spans: list[tuple[float, float]] = []
+    start: float | None = None
+    for ref, cand in zip(_frames(interviewer), _frames(candidate), strict=True):
+        gate.feed_reference(ref)
+        gate.is_echo(cand)
+        step = vad.process(cand)
+        if step.onset:
+            start = step.onset[0].t
+        if start is not None and cand.t - vad.last_voiced_end > 0.6:
+            spans.append((start, vad.last_voiced_end))
+            vad.end_speech()
+            start = None
+    if start is not None:
+        spans.append((start, vad.last_voiced_end))
+    return [gate.echo_share(a, b) for a, b in spans]
+
+
+@pytest.mark.parametrize("room", [None, _reflections, _reverb_tail],
+                         ids=["direct", "reflections", "tail"])
+def test_every_echo_utterance_is_dropped(question: Signal, room: object) -> None:
+    mic = _delayed(question, 40, -10)
+    if room is not None:
+        mic = room(mic) + _mic_noise(len(mic))  # type: ignore[operator]
+    shares = _utterance_shares(question, mic)
+    assert shares and all(share >= 0.5 for share in shares), shares
+
+
+def test_the_candidates_utterances_are_kept_even_over_an_echo(question: Signal) -> None:
+    answer = _speech(ANSWER, "en-us+f3", lead_s=0.87)
+    n = max(len(question), len(answer))
+    q, a = _fit(question, n), _fit(answer, n)
+    alone = _utterance_shares(np.zeros(n), a + _mic_noise(n))
+    over_echo = _utterance_shares(q, a + _reflections(_delayed(q, 40, -10)) + _mic_noise(n))
+    assert alone and all(share == 0 for share in alone), alone
+    assert over_echo and all(share < 0.5 for share in over_echo), over_echo

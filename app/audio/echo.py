@@ -19,12 +19,14 @@ the frame is kept.  The cost is three 160-point FFTs and 34 dot products of 250 
 30 ms frame: about 1 % of one core.
 
 Per frame the verdict is noisy at the edges (the first ~0.1 s of an echo, the instants the
-candidate pauses inside double talk), so decide per *utterance*: drop a candidate utterance
-whose voiced frames are mostly echo.
+candidate pauses inside double talk), so decide per *utterance*: :meth:`EchoGate.echo_share`
+says which part of a span's voiced frames were echo, and an utterance with at least
+UTTERANCE_ECHO_SHARE of them is the interviewer's, not the candidate's.
 """
 
 from __future__ import annotations
 
+import collections
 import itertools
 import threading
 from collections.abc import Callable
@@ -76,6 +78,16 @@ word's worth of echo is not worth bothering the user about, a sentence is."""
 RUN_GAP_MS = 300
 """Non-echo frames shorter than this (the gaps between the interviewer's words) do not end
 a run."""
+
+UTTERANCE_ECHO_SHARE = 0.5
+"""Drop a candidate utterance when at least half its voiced frames are echo: reverberant
+echo scores ≥ 0.8 frame by frame, the candidate's own voice (even over an echo) ≤ 0.2, so
+the middle is the point farthest from both."""
+VOICED_RANGE_DB = 30.0
+"""For :meth:`EchoGate.echo_share`, a frame is voiced when within this range of the span's
+loudest: the pre-roll's and the pauses' quiet frames would otherwise dilute the share."""
+_VERDICTS_S = 35.0
+"""Verdicts kept for :meth:`EchoGate.echo_share`: longer than the longest utterance (30 s)."""
 
 HEADPHONES_HINT = ("Your microphone is hearing the interviewer through your speakers; "
                    "use headphones so your own words are transcribed cleanly.")
@@ -180,6 +192,9 @@ class EchoGate:
         """Echo runs of at least RUN_MIN_MS so far (read from any thread)."""
         self.echo_frames = 0
         self.frames = 0
+        self._verdicts: collections.deque[tuple[float, float, bool]] = collections.deque(
+            maxlen=int(_VERDICTS_S * 1000 / 30))
+        """(frame start, level dBFS, echo) of recent candidate frames, for echo_share."""
 
     def feed_reference(self, frame: AudioFrame) -> None:
         """An interviewer frame (call from the interviewer's audio thread, every frame)."""
@@ -212,8 +227,23 @@ class EchoGate:
             # Reference spans [end - n - hi, end - lo): every lag's window inside it.
             ref, ref_ok = self._ref.get(end - n - hi, n + hi - lo)
         decision = self._judge(cand, cand_ok, ref, ref_ok, n, hi - lo + 1)
+        level = float(np.max(_level(env))) if len(env) else FLOOR_DBFS
+        with self._lock:
+            self._verdicts.append((frame.t, level, decision.echo))
         self._track_run(frame, decision.echo)
         return decision
+
+    def echo_share(self, start: float, end: float) -> float:
+        """Which part (0–1) of the candidate's voiced frames starting in [start, end) were
+        echo; 0 when none were judged.  Call from any thread (e.g. the ASR worker, with an
+        utterance's span, before showing its partial or final)."""
+        with self._lock:
+            span = [(level, echo) for t, level, echo in self._verdicts if start <= t < end]
+        if not span:
+            return 0.0
+        loudest = max(level for level, _ in span)
+        voiced = [echo for level, echo in span if level >= loudest - VOICED_RANGE_DB]
+        return sum(voiced) / len(voiced)
 
     def _judge(self, cand: Envelope, cand_ok: npt.NDArray[np.bool_], ref: Envelope,
                ref_ok: npt.NDArray[np.bool_], n: int, lags: int) -> EchoDecision:
