@@ -126,12 +126,17 @@ def pulse(tmp_path: Path) -> Iterator[PulseDaemon]:
 # --- the capturing child ---------------------------------------------------------------
 
 
-def _child_main(*specs: str) -> None:
+def _child_main(*specs: str, echo: bool = False) -> None:
     """Runs in the child: capture every spec at once (one DeviceSource each, on one session
     clock, as the app does for the interviewer and the candidate) and report every frame
-    and error as JSON, tagged with the spec's position ``src``."""
+    and error as JSON, tagged with the spec's position ``src``.  With ``echo`` the first
+    source feeds an EchoGate and the second's frames carry its verdict, both from their
+    own audio threads, as in the app."""
     from app.audio.device import DeviceSource
+    from app.audio.echo import EchoGate
     from app.clock import SessionClock
+
+    gate = EchoGate() if echo else None
 
     lock = threading.Lock()
 
@@ -143,9 +148,15 @@ def _child_main(*specs: str) -> None:
     def frame_handler(src: int) -> Callable[[Any], None]:
         def on_frame(frame: Any) -> None:
             s = frame.samples
-            emit({"src": src, "t": frame.t, "n": int(s.shape[0]), "ndim": s.ndim,
-                  "dtype": str(s.dtype), "rms": float(np.sqrt(np.mean(s.astype(np.float64) ** 2))),
-                  "at": time.monotonic()})
+            line = {"src": src, "t": frame.t, "n": int(s.shape[0]), "ndim": s.ndim,
+                    "dtype": str(s.dtype), "rms": float(np.sqrt(np.mean(s.astype(np.float64) ** 2))),
+                    "at": time.monotonic()}
+            if gate is not None and src == 0:
+                gate.feed_reference(frame)
+            elif gate is not None:
+                verdict = gate.decide(frame)
+                line.update(echo=verdict.echo, lag_ms=verdict.lag_ms, corr=verdict.correlation)
+            emit(line)
         return on_frame
 
     clock = SessionClock()
@@ -207,8 +218,8 @@ class Capture:
 
 
 @contextlib.contextmanager
-def capture(daemon: PulseDaemon, *specs: str) -> Iterator[Capture]:
-    args = ", ".join(repr(spec) for spec in specs or (SPEC,))
+def capture(daemon: PulseDaemon, *specs: str, echo: bool = False) -> Iterator[Capture]:
+    args = ", ".join(repr(spec) for spec in specs or (SPEC,)) + (", echo=True" if echo else "")
     proc = subprocess.Popen(
         [sys.executable, "-c", f"from tests.test_audio_device import _child_main; "
                                f"_child_main({args})"],
@@ -414,3 +425,53 @@ def test_two_monitors_captured_at_once_each_hear_their_own_clip(pulse: PulseDaem
     assert abs((a_on - q_on) - answer_delay) < 0.25, (q_on, a_on)
     # No leak: the microphone stream is digital silence while only the question plays.
     assert max(f["rms"] for f in candidate if q_on <= f["t"] < a_on - 0.2) < 10
+
+
+@pytest.mark.pulse
+@needs_pulse
+@needs_espeak
+def test_echo_gate_on_two_real_capture_threads(pulse: PulseDaemon, tmp_path: Path) -> None:
+    """The question plays to the interviewer's sink and, 40 ms later at -10 dB with room
+    reflections, to the "microphone" sink: the gate (fed from both audio threads, frames
+    stamped by two devices on one clock) calls the microphone's speech echo; the
+    candidate's own answer on the microphone, later, is not."""
+    from tests.speech import write_wav
+
+    pulse.pactl("load-module", "module-null-sink", "sink_name=micsink")
+    question = synth("What is the difference between a process and a thread?", lead_s=0.2,
+                     tail_s=0.2)
+    answer = synth("I would use a thread when the work shares memory.", "en-us+f3",
+                   lead_s=0.2, tail_s=0.2)
+    q = read_wav(question).astype(np.float64)
+
+    def delayed(x: np.ndarray, ms: float, db: float) -> np.ndarray:
+        d = int(SAMPLE_RATE * ms / 1000)
+        return np.concatenate([np.zeros(d), x])[: len(x)] * 10 ** (db / 20)
+
+    direct = delayed(q, 40, -10)
+    heard = direct + delayed(direct, 30, -6) + delayed(direct, 70, -12)
+    echo_clip = tmp_path / "echo.wav"
+    write_wav(echo_clip, np.clip(heard, -32768, 32767))
+    with capture(pulse, SPEC, "pulse:micsink.monitor", echo=True) as cap:
+        cap.wait_for("both streams to deliver",
+                     lambda: len(cap.frames_of(0)) >= 20 and len(cap.frames_of(1)) >= 20)
+        speaker = subprocess.Popen(["paplay", "--device=micsink", str(echo_clip)],
+                                   env=pulse.env)
+        pulse.play(question)
+        speaker.wait(timeout=30)
+        answer_from = cap.frames_of(1)[-1]["t"] + 0.5
+        time.sleep(0.5)
+        pulse.play(answer, sink="micsink")
+        time.sleep(0.3)
+        cap.finish(sources=2)
+    assert cap.errors == []
+    mic = cap.frames_of(1)
+    echo_part = [f for f in mic if f["t"] < answer_from and f["rms"] > 200]
+    own_part = [f for f in mic if f["t"] >= answer_from and f["rms"] > 200]
+    assert len(echo_part) > 30 and len(own_part) > 30
+    onset = echo_part[0]["t"]
+    settled = [f["echo"] for f in echo_part if f["t"] >= onset + 0.3]
+    share = sum(settled) / len(settled)
+    print(f"echo frames caught on real devices: {share:.2f}")
+    assert share >= 0.85, share
+    assert not any(f["echo"] for f in own_part)  # the interviewer was silent by then

@@ -7,7 +7,8 @@ Without this gate the interviewer's question would come back as "You: …".
 The method in one sentence: the candidate frame is echo when the loudness contours (10 ms
 log-energies in five bands) of the microphone's last half second follow the interviewer's
 over the same span, shifted by some lag between 0 and 300 ms, with a Pearson correlation
-of at least 0.6 while the interviewer was actually speaking.
+of at least 0.6 — or 0.4 at the echo path's own delay, once an unmistakable echo (0.85)
+has revealed it — while the interviewer was actually speaking.
 
 Why a loudness contour rather than the waveform: a room (and the speaker, the microphone,
 their gain controls and noise suppression) changes the waveform's phase and spectrum
@@ -15,8 +16,8 @@ beyond recognition but keeps *when* the sound is loud; syllables are 100–250 m
 10 ms energies follow them closely while being immune to phase.  Correlating logs makes
 the test blind to the echo's level (−6 or −30 dB are the same), and the candidate's own
 voice on top of the echo (double talk) reshapes the contour, so the correlation drops and
-the frame is kept.  The cost is three 160-point FFTs and 34 dot products of 250 numbers per
-30 ms frame: about 1 % of one core.
+the frame is kept.  The cost is six 160-point FFTs and 67 dot products of 500 numbers per
+30 ms frame: about 1.5 % of one core.
 
 Per frame the verdict is noisy at the edges (the first ~0.1 s of an echo, the instants the
 candidate pauses inside double talk), so decide per *utterance*: :meth:`EchoGate.echo_share`
@@ -35,13 +36,19 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from app.audio.frames import SAMPLE_RATE, AudioFrame, Samples
+from app.audio.frames import FRAME_SAMPLES, SAMPLE_RATE, AudioFrame
 
 SUB_MS = 10
-"""Envelope resolution: 10 ms is shorter than any syllable yet long enough that the room's
-phase scrambling averages out inside one sub-frame."""
+"""Envelope window: 10 ms is shorter than any syllable yet holds a pitch period or two, so
+the energy does not flicker with the glottal pulses."""
+HOP_MS = 5
+"""Windows overlap by half.  The two devices stamp frames on grids that can be offset by any
+fraction of a window; at a 10 ms hop a 5 ms offset cost up to 17 points of echo frames
+caught, at 5 ms the worst offset is 2.5 ms, which the contours do not notice."""
 _SUB = SAMPLE_RATE * SUB_MS // 1000
-_PER_S = 1000 // SUB_MS
+_HOP = SAMPLE_RATE * HOP_MS // 1000
+_PER_S = 1000 // HOP_MS
+_ROWS_PER_FRAME = FRAME_SAMPLES // _HOP
 
 WINDOW_MS = 500
 """Half a second holds 2–3 syllables: enough contour for two unrelated voices to disagree,
@@ -57,20 +64,37 @@ MIN_LAG_MS = -30
 may appear up to one frame *before* the reference on the session clock."""
 THRESHOLD = 0.6
 """Pearson r of the band contours.  Chance is not zero: speech contours are smooth (few
-independent values per half second) and the best of 34 lags is kept, so two unrelated voices
+independent values per half second) and the best of 67 lags is kept, so two unrelated voices
 reach 0.5–0.8 now and then.  Measured on synthetic speech (tests/test_echo.py, not on the
 dev corpora): at 0.6 unrelated voices and double talk are called echo in ≤ 20 % of frames,
 while an echo with a reverb tail (RT60 0.4–0.6 s) or discrete reflections is called echo in
 ≥ 80 % (a plain delayed copy in 99 %).  0.7 loses a third of reverberant echo; 0.5 lets a
 quarter of unrelated speech through."""
+ACQUIRE = 0.85
+"""A correlation this high (above nearly all chance matches of two voices) reveals the echo
+path: its lag is remembered in ``path_lag_ms`` (and replaced by the next such match)."""
+ACQUIRE_ACTIVE = 0.5
+"""…from a window in which the interviewer speaks at least half the time: a lone onset or
+end of speech correlates highly at many lags."""
+TRACK_THRESHOLD = 0.4
+"""At the known path's delay the test is one comparison, not the best of 67, so chance scores
+far lower and a looser bar is safe.  It is needed: a room's reflections (30–120 ms) smear
+the contour, and in continuous speech (few pauses) even the right lag sags to 0.4–0.6.
+Measured: on two real PulseAudio capture threads (tests/test_audio_device.py) searching
+alone caught 51–83 % of echo frames, tracking at 0.5 89–95 %, at 0.4 100 %; on synthetic
+double talk (the candidate over a −10 dB echo) 0.4 calls 26 % of the candidate's frames
+echo against 21 % at 0.5 — still far below the utterance-level line (0.5)."""
+TRACK_SLACK_MS = 20
+"""The path's delay wanders by a hop or four (the devices' clocks, buffer re-sizing)."""
+
 ACTIVE_DBFS = -50.0
-"""The interviewer counts as speaking in a 10 ms sub-frame above this level: loopback
+"""The interviewer counts as speaking in a 10 ms window above this level: loopback
 speech sits at −35…−15 dBFS and a digital line's silence far below."""
 MIN_ACTIVE = 0.2
 """…and the interviewer must speak in at least a fifth of the window (100 ms of 500):
 correlation over near-silence is the correlation of noise."""
 FLOOR_DBFS = -80.0
-"""Sub-frame energies are clamped here so digital silence (−∞) does not dominate the
+"""Window energies are clamped here so digital silence (−∞) does not dominate the
 correlation; it is below any real microphone's noise floor."""
 RUN_MIN_MS = 600
 """A stretch of consecutive echo frames at least this long is one "echo run": a single
@@ -80,9 +104,10 @@ RUN_GAP_MS = 300
 a run."""
 
 UTTERANCE_ECHO_SHARE = 0.5
-"""Drop a candidate utterance when at least half its voiced frames are echo: reverberant
-echo scores ≥ 0.8 frame by frame, the candidate's own voice (even over an echo) ≤ 0.2, so
-the middle is the point farthest from both."""
+"""Drop a candidate utterance when at least half its voiced frames are echo: the interviewer
+heard through a room scores 0.99 per utterance, the candidate's own voice 0.0 alone and
+0.26 over a −10 dB echo (0.33–0.48 if the echo is within 3–6 dB of their voice), so the
+middle is the point farthest from both."""
 VOICED_RANGE_DB = 30.0
 """For :meth:`EchoGate.echo_share`, a frame is voiced when within this range of the span's
 loudest: the pre-roll's and the pauses' quiet frames would otherwise dilute the share."""
@@ -113,10 +138,11 @@ _BAND_BINS = [(int(np.ceil(lo / _BIN_HZ)), int(np.ceil(hi / _BIN_HZ)))
 _WINDOW = np.hanning(_SUB)
 
 
-def envelope(samples: Samples) -> Envelope:
-    """Per-band 10 ms log-energies (dBFS, clamped at FLOOR_DBFS), shape (sub-frames, bands)."""
-    n = len(samples) // _SUB
-    x = samples[: n * _SUB].astype(np.float64).reshape(n, _SUB) / 32768.0
+def envelope(samples: npt.NDArray[np.float64]) -> Envelope:
+    """Per-band log-energies (dBFS, clamped at FLOOR_DBFS) of 10 ms Hann windows every 5 ms
+    over ``samples`` (scaled to ±1), shape (windows, bands)."""
+    n = (len(samples) - _SUB) // _HOP + 1
+    x = np.lib.stride_tricks.sliding_window_view(samples, _SUB)[::_HOP][:n]
     spec = np.abs(np.fft.rfft(x * _WINDOW, axis=1)) ** 2 / _SUB
     power = np.stack([spec[:, lo:hi].sum(axis=1) for lo, hi in _BAND_BINS], axis=1)
     env: Envelope = np.maximum(10.0 * np.log10(np.maximum(power, 1e-12)), FLOOR_DBFS)
@@ -137,18 +163,44 @@ class EchoDecision:
 _NO_DECISION = EchoDecision(False, float("nan"), 0)
 
 
-class _Ring:
-    """Envelope rows indexed by absolute sub-frame number on the session clock."""
+class _Contour:
+    """One stream's envelope rows, indexed by absolute hop number on the session clock.
+
+    A frame's rows are the windows starting 5 ms before it (its first window reaches back
+    into the previous frame, whose last 5 ms are carried over) up to 5 ms before its end;
+    after a gap the reaching-back row is left out rather than made up.
+    """
 
     def __init__(self, size: int) -> None:
         self.values = np.full((size, len(_BAND_BINS)), FLOOR_DBFS)
         self.index = np.full(size, -1, dtype=np.int64)
         self.size = size
+        self.head = 0
+        """One past the newest row."""
+        self.first: int | None = None
+        """The first row ever stored."""
+        self._carry = np.zeros(_HOP)
+        self._next = -1
 
-    def put(self, first: int, values: Envelope) -> None:
-        k = np.arange(first, first + len(values))
-        self.values[k % self.size] = values
+    def add(self, frame: AudioFrame) -> Envelope:
+        """Store ``frame``'s rows; returns them (for its level)."""
+        samples = frame.samples.astype(np.float64) / 32768.0
+        start = _hop_index(frame.t)
+        if abs(frame.t * _PER_S - self._next) < 1.0:
+            start = self._next  # contiguous: never let rounding open a hole or an overlap
+        env = envelope(np.concatenate([self._carry, samples]))
+        first = start - 1
+        if start != self._next:  # a gap (or the very first frame): nothing to reach back to
+            env, first = env[1:], start
+        self._carry = samples[-_HOP:]
+        self._next = start + _ROWS_PER_FRAME
+        k = np.arange(first, first + len(env))
+        self.values[k % self.size] = env
         self.index[k % self.size] = k
+        self.head = max(self.head, first + len(env))
+        if self.first is None:
+            self.first = first
+        return env
 
     def get(self, first: int, count: int) -> tuple[Envelope, npt.NDArray[np.bool_]]:
         """``count`` rows from ``first``, and which of them are really stored."""
@@ -169,21 +221,23 @@ class EchoGate:
 
     def __init__(self, *, threshold: float = THRESHOLD, window_ms: int = WINDOW_MS,
                  min_lag_ms: int = MIN_LAG_MS, max_lag_ms: int = MAX_LAG_MS,
+                 acquire: float = ACQUIRE, track_threshold: float = TRACK_THRESHOLD,
                  on_run: Callable[[int], None] | None = None) -> None:
         if min_lag_ms > max_lag_ms:
             raise ValueError(f"min_lag_ms {min_lag_ms} > max_lag_ms {max_lag_ms}")
         self.threshold = threshold
-        self._window = window_ms // SUB_MS
-        self._min_window = min(self._window, MIN_WINDOW_MS // SUB_MS)
-        self._min_lag = min_lag_ms // SUB_MS
-        self._max_lag = max_lag_ms // SUB_MS
+        self.acquire = acquire
+        self.track_threshold = track_threshold
+        self.path_lag_ms: int | None = None
+        """The echo path's delay once an unmistakable echo was heard (candidate thread)."""
+        self._window = window_ms // HOP_MS
+        self._min_window = min(self._window, MIN_WINDOW_MS // HOP_MS)
+        self._min_lag = min_lag_ms // HOP_MS
+        self._max_lag = max_lag_ms // HOP_MS
         self._on_run = on_run
         self._lock = threading.Lock()
-        self._ref = _Ring(int(_HISTORY_S * _PER_S) + self._window + self._max_lag)
-        self._cand = _Ring(self._window * 2)
-        self._cand_first: int | None = None
-        self._ref_head = 0
-        """One past the newest reference sub-frame."""
+        self._ref = _Contour(int(_HISTORY_S * _PER_S) + self._window + self._max_lag)
+        self._cand = _Contour(self._window * 2)
         # Run tracking: candidate thread only.
         self._run_start: float | None = None
         self._run_last: float | None = None
@@ -198,11 +252,8 @@ class EchoGate:
 
     def feed_reference(self, frame: AudioFrame) -> None:
         """An interviewer frame (call from the interviewer's audio thread, every frame)."""
-        env = envelope(frame.samples)
         with self._lock:
-            first = _sub_index(frame.t)
-            self._ref.put(first, env)
-            self._ref_head = max(self._ref_head, first + len(env))
+            self._ref.add(frame)
 
     def is_echo(self, frame: AudioFrame) -> bool:
         """Whether this candidate frame is (mostly) the interviewer's echo."""
@@ -210,17 +261,14 @@ class EchoGate:
 
     def decide(self, frame: AudioFrame) -> EchoDecision:
         """:meth:`is_echo` with its evidence (correlation and lag)."""
-        env = envelope(frame.samples)
-        last = _sub_index(frame.t) + len(env)  # one past the frame's last sub-frame
         lo, hi = self._min_lag, self._max_lag
         with self._lock:
-            self._cand.put(last - len(env), env)
-            if self._cand_first is None:
-                self._cand_first = last - len(env)
+            env = self._cand.add(frame)
+            last, cand_first = self._cand.head, self._cand.first or 0
             # The interviewer's thread may run behind (devices deliver in blocks): judge the
             # window that ends where its audio ends, so the short lags are never missing.
-            end = min(last, self._ref_head)
-            n = min(self._window, end - self._cand_first)
+            end = min(last, self._ref.head)
+            n = min(self._window, end - cand_first)
             if last - end > _MAX_SKEW or n <= 0:
                 n = 0
             cand, cand_ok = self._cand.get(end - n, n)
@@ -249,13 +297,16 @@ class EchoGate:
                ref_ok: npt.NDArray[np.bool_], n: int, lags: int) -> EchoDecision:
         if n < self._min_window or not cand_ok.all():
             return _NO_DECISION
-        # Window i is the reference shifted by lag (max_lag - i) sub-frames: (lags, n, bands).
+        # Window i is the reference shifted by lag (max_lag - i) hops: (lags, n, bands).
         windows = np.lib.stride_tricks.sliding_window_view(ref, n, axis=0)[:lags].transpose(0, 2, 1)
         complete = np.lib.stride_tricks.sliding_window_view(ref_ok, n)[:lags].all(axis=1)
         speaking = _level(ref) > ACTIVE_DBFS
         active = np.lib.stride_tricks.sliding_window_view(speaking, n)[:lags].mean(axis=1)
-        usable = complete & (active >= MIN_ACTIVE)
-        if not usable.any():
+        # Whether to judge depends on the interviewer having spoken at some lag; which lag
+        # wins must not (at the end of a sentence the short lags' windows are mostly silence
+        # while the long ones still hold speech, and only the latter would compete).
+        usable = complete
+        if not (usable & (active >= MIN_ACTIVE)).any():
             return _NO_DECISION
         c = (cand - cand.mean(axis=0)).ravel()  # each band's contour about its own mean
         c_norm = float(np.sqrt(c @ c))
@@ -265,10 +316,20 @@ class EchoGate:
         w = (w - w.mean(axis=1, keepdims=True)).reshape(len(w), -1)
         norms = np.sqrt(np.einsum("ij,ij->i", w, w)) * c_norm
         r = (w @ c) / np.maximum(norms, 1e-9)
+        lags_ms = (self._max_lag - np.flatnonzero(usable)) * HOP_MS
         best = int(np.argmax(r))
-        lag = (self._max_lag - int(np.flatnonzero(usable)[best])) * SUB_MS
-        corr = float(r[best])
-        return EchoDecision(corr >= self.threshold, corr, lag)
+        lag, corr = int(lags_ms[best]), float(r[best])
+        rich = float(active[np.flatnonzero(usable)[best]]) >= ACQUIRE_ACTIVE
+        if corr >= self.acquire and rich:
+            self.path_lag_ms = lag
+        echo = corr >= self.threshold
+        if not echo and self.path_lag_ms is not None:
+            near = np.abs(lags_ms - self.path_lag_ms) <= TRACK_SLACK_MS
+            if near.any():
+                k = int(np.flatnonzero(near)[np.argmax(r[near])])
+                if r[k] >= self.track_threshold:
+                    return EchoDecision(True, float(r[k]), int(lags_ms[k]))
+        return EchoDecision(echo, corr, lag)
 
     def _track_run(self, frame: AudioFrame, echo: bool) -> None:
         self.frames += 1
@@ -294,5 +355,5 @@ def _level(env: Envelope) -> npt.NDArray[np.float64]:
     return level
 
 
-def _sub_index(t: float) -> int:
+def _hop_index(t: float) -> int:
     return round(t * _PER_S)
