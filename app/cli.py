@@ -186,7 +186,8 @@ def _build(settings: Settings, args: argparse.Namespace, *, answers: bool) -> Se
     try:
         return Session(settings, audio_file=audio, speed=getattr(args, "speed", 1.0), llm=llm,
                        answers=answers, stop_on_audio_error=True,
-                       candidate_file=getattr(args, "candidate_audio", None))
+                       candidate_file=getattr(args, "candidate_audio", None),
+                       channels=getattr(args, "audio_channels", None))
     except ModelError as exc:
         raise FatalError(str(exc)) from exc
 
@@ -396,6 +397,8 @@ def _add_audio_flags(p: argparse.ArgumentParser, *, positional: bool = False) ->
     p.add_argument("--device", metavar="NAME|INDEX", help="listen to this input device (see --list-devices)")
     p.add_argument("--candidate-audio", metavar="FILE",
                    help="replay your side of the call from this file, on the same clock as --audio")
+    p.add_argument("--audio-channels", metavar="THEIRS,YOURS", type=_channels,
+                   help="a two-channel call recording: the interviewer's channel and yours (e.g. 1,2)")
     p.add_argument("--candidate-device", metavar="NAME|INDEX|off",
                    help="your microphone (default: the system's; off: only the interviewer is heard)")
     p.add_argument("--speed", type=_speed, default=1.0, help="file replay speed (1 = real time)")
@@ -405,6 +408,16 @@ def _add_audio_flags(p: argparse.ArgumentParser, *, positional: bool = False) ->
     p.add_argument("--trace", choices=("console", "otlp"),
                    help="per-turn OpenTelemetry traces (otlp: OTEL_EXPORTER_OTLP_ENDPOINT)")
     p.add_argument("--trace-text", action="store_true", help="include transcript text in spans")
+
+
+def _channels(text: str) -> tuple[int, int]:
+    """"1,2" (1-based, as audio editors number them) → (0, 1)."""
+    parts = [p.strip() for p in text.split(",")]
+    numbers = [int(p) for p in parts if p.isdigit() and int(p) >= 1]
+    if len(parts) != 2 or len(numbers) != 2 or numbers[0] == numbers[1]:
+        raise argparse.ArgumentTypeError(f"{text!r} is not two channels: give the interviewer's and yours, "
+                                         "e.g. 1,2")
+    return numbers[0] - 1, numbers[1] - 1
 
 
 def _speed(text: str) -> float:

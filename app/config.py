@@ -31,8 +31,10 @@ class AudioConfig(_Section):
     device: str | None = None
     """Input device name (substring) or index; None = system default."""
     candidate: Literal["off", "mic"] = "mic"
-    """You: your microphone, transcribed as context (never answered)."""
+    """The candidate's own microphone, transcribed as "You" (context for follow-ups, never
+    answered); "off" listens to the interviewer only."""
     candidate_device: str | None = None
+    """The candidate's microphone: name (substring) or index; None = system default."""
 
 
 class VadConfig(_Section):

@@ -15,6 +15,11 @@ Turn ids come from the session (``next_turn``), so they stay unique across Stop/
 When the interviewer speaks again within the continuation window after an endpoint, the
 new speech reopens the same turn: its audio is decoded together with the first part, so
 every later partial and final carries the whole question.
+
+The candidate's listener may hold an :class:`~app.audio.echo.EchoGate`: with speakers
+instead of headphones its microphone hears the interviewer again.  Echo is judged on a
+whole utterance (the per-frame verdict is noisy at the edges), so such a listener shows
+the candidate's lines when they end, and drops an utterance that was mostly echo.
 """
 
 from __future__ import annotations
@@ -25,11 +30,10 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-import numpy as np
-
 from app.asr.decoder import WhisperDecoder
 from app.asr.streaming import StreamingRecognizer
 from app.asr.worker import DecodeWorker
+from app.audio.echo import UTTERANCE_ECHO_SHARE, EchoGate
 from app.audio.frames import AudioFrame, AudioSource
 from app.audio.level import LevelMeter
 from app.clock import SessionClock
@@ -53,6 +57,8 @@ from app.turns.signals import SignalRequest, SignalResult, SignalWorker, TurnSig
 from app.vad.detector import VoiceDetector
 
 AUDIO_ERROR = "audio"
+_KEPT_TURN_STARTS = 8
+"""A final arrives at most a couple of turns after its own began."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,11 +94,11 @@ class Listener:
                  on_source_error: Callable[[str], None] | None = None,
                  worker: DecodeWorker | None = None,
                  tap: Callable[[AudioFrame], None] | None = None,
-                 is_echo: Callable[[AudioFrame], bool] | None = None,
+                 echo: EchoGate | None = None,
                  on_speech: Callable[[float], None] | None = None,
                  turn_signals: Callable[[], TurnSignals] | None = None) -> None:
         """``worker``: the session's shared decoding thread; ``tap`` sees every frame (the
-        echo detector's reference); a frame ``is_echo`` calls an echo counts as silence;
+        echo gate's reference); ``echo`` judges this (candidate's) microphone's frames;
         ``on_speech`` is told (with the audio time) when this speaker starts talking;
         ``turn_signals`` loads the end-of-turn models (once per session: the caller caches)."""
         self._source = source
@@ -103,7 +109,9 @@ class Listener:
         self._options = options
         self._on_source_error_cb = on_source_error
         self._tap = tap
-        self._is_echo = is_echo
+        self._echo = echo
+        self._began: dict[int, float] = {}
+        """Audio time each of the latest turns began (echo is judged from there)."""
         self._on_speech = on_speech
         turns = settings.turns
         if not options.question_shortcut:
@@ -197,8 +205,8 @@ class Listener:
             self._bus.emit(level)
         if self._tap is not None:
             self._tap(frame)
-        if self._is_echo is not None and self._is_echo(frame):
-            frame = AudioFrame(frame.t, np.zeros_like(frame.samples))  # the interviewer, heard again
+        if self._echo is not None:
+            self._echo.decide(frame)
         step = self._vad.process(frame)  # the VAD's state changes here only, on this thread
         events: list[Event] = []
         with self._lock:
@@ -241,6 +249,9 @@ class Listener:
         else:
             self._turn = self._next_turn()
             self._recognizer.begin(self._turn, onset)
+            self._began[self._turn] = onset[0].t
+            while len(self._began) > _KEPT_TURN_STARTS:
+                del self._began[next(iter(self._began))]
         self._endpointer.speech_started(self._turn, speech_start)
         return events
 
@@ -252,7 +263,8 @@ class Listener:
     # --- ASR worker thread -------------------------------------------------------------
 
     def _on_partial(self, partial: PartialEvent) -> None:
-        self._bus.emit(partial)
+        if self._echo is None:
+            self._bus.emit(partial)
         text = partial.hypothesis or partial.text
         with self._lock:
             events = self._apply(self._endpointer.partial(partial.turn, text, partial.stable,
@@ -277,7 +289,7 @@ class Listener:
                                                   words_logp=result.words_logp, sound_p=result.sound_p))
 
     def _on_final(self, final: FinalEvent) -> None:
-        self._bus.emit(final)
+        self._emit([final])
 
     def _on_language(self, event: LanguageEvent) -> None:
         """An ``auto`` session settled its language: end words and particles follow it."""
@@ -324,5 +336,14 @@ class Listener:
 
     def _emit(self, events: list[Event]) -> None:
         for event in events:
+            if isinstance(event, FinalEvent) and self._echoed(event):
+                continue
             if self._options.asks or isinstance(event, PartialEvent | FinalEvent):
                 self._bus.emit(event)
+
+    def _echoed(self, final: FinalEvent) -> bool:
+        """Was this utterance mostly the interviewer heard through the speakers?"""
+        if self._echo is None:
+            return False
+        began = self._began.get(final.turn, final.audio_end)
+        return self._echo.echo_share(began, final.audio_end) >= UTTERANCE_ECHO_SHARE

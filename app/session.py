@@ -25,6 +25,7 @@ from app.answer.engine import AnswerEngine, Strategy
 from app.asr.decoder import AUTO, WhisperDecoder, load_decoder
 from app.asr.worker import DecodeWorker
 from app.audio import AudioError, AudioSource, FileSource, open_source, source_from_config
+from app.audio.echo import HEADPHONES_HINT, EchoGate
 from app.clock import SessionClock
 from app.config import Settings
 from app.events import ErrorEvent, EventBus, SessionState, SessionStateEvent, StatusEvent
@@ -90,7 +91,7 @@ class Session:
     """The one owner of a running session (implements :class:`Controller`)."""
 
     def __init__(self, settings: Settings, *, audio_file: str | Path | None = None, speed: float = 1.0,
-                 candidate_file: str | Path | None = None,
+                 candidate_file: str | Path | None = None, channels: tuple[int, int] | None = None,
                  llm: LlmEndpoint | None = None, answers: bool = True, strategy: Strategy = Strategy(),
                  listener_options: ListenerOptions = ListenerOptions(), bus: EventBus | None = None,
                  decoder: WhisperDecoder | None = None, stop_on_audio_error: bool = False) -> None:
@@ -100,6 +101,10 @@ class Session:
         self.session_id = uuid.uuid4().hex[:12]
         self._audio_file = audio_file
         self._candidate_file = candidate_file
+        self._channels = channels
+        """A two-channel call recording: (the interviewer's channel, the candidate's), 0-based."""
+        if channels is not None and candidate_file is None:
+            self._candidate_file = audio_file  # both sides from the one file
         self._speed = speed
         self._llm = llm
         self._answers = answers
@@ -247,14 +252,15 @@ class Session:
         """Open the audio, listen, then bring the answer engine up beside it."""
         try:
             source = source_from_config(self.settings.audio, self.clock, file=self._audio_file,
-                                        speed=self._speed)
+                                        speed=self._speed, channel=self._channel(0))
+            candidate = self._open_candidate()
         except AudioError as exc:
             self._fail("config", str(exc))
             if strict:
                 raise
             return
         try:
-            self._listen(source, self._open_candidate())
+            self._listen(source, candidate)
             if self._answers and self._engine is None and not self._cancel.is_set():
                 self._engine = self._start_engine()
         except Exception as exc:  # the caller has returned: say it rather than lose it
@@ -275,13 +281,14 @@ class Session:
     def _open_candidate(self) -> AudioSource | None:
         """The candidate's microphone, if any: a replay has it only when given one.
 
-        Its failure is said and the session goes on: the interviewer's side is what
-        answers need.
+        A device's failure is said and the session goes on: the interviewer's side is what
+        answers need.  A recording that cannot be read is a mistake in what was asked for
+        (AudioError: a config failure).
         """
         audio = self.settings.audio
+        if self._candidate_file is not None:
+            return FileSource(self._candidate_file, self.clock, speed=self._speed, channel=self._channel(1))
         try:
-            if self._candidate_file is not None:
-                return FileSource(self._candidate_file, self.clock, speed=self._speed)
             if self._audio_file is not None or audio.candidate == "off" or audio.source == "mic":
                 return None  # a replay, or the interviewer is the microphone already
             return open_source(audio.candidate_device, self.clock)
@@ -293,14 +300,16 @@ class Session:
     def _listen(self, source: AudioSource, candidate_source: AudioSource | None) -> None:
         settings = self.listening_settings()
         next_turn = lambda: next(self._turn_ids)  # noqa: E731 - one counter for both voices
+        echo = EchoGate(on_run=self._on_echo_run) if candidate_source is not None else None
         listener = Listener(source, self._decoder, settings, self.bus, self.clock, next_turn,
                             self._listener_options, on_source_error=self._on_source_error,
-                            worker=self._worker, turn_signals=self._load_turn_signals)
+                            worker=self._worker, turn_signals=self._load_turn_signals,
+                            tap=echo.feed_reference if echo else None)
         candidate = None
         if candidate_source is not None:
             options = dataclasses.replace(self._listener_options, speaker="candidate")
             candidate = Listener(candidate_source, self._decoder, settings, self.bus, self.clock, next_turn,
-                                 options, worker=self._worker, on_speech=listener.other_spoke)
+                                 options, worker=self._worker, on_speech=listener.other_spoke, echo=echo)
         with self._changed:
             if self._cancel.is_set():
                 return
@@ -312,6 +321,16 @@ class Session:
         self._announce(listening)
         names = source.name + (f" and your microphone {candidate_source.name}" if candidate_source else "")
         self._status("audio", f"listening to {names}")
+
+    def _channel(self, side: int) -> int | None:
+        """The file channel of side 0 (the interviewer) or 1 (the candidate); None downmixes."""
+        return self._channels[side] if self._channels is not None else None
+
+    def _on_echo_run(self, runs: int) -> None:
+        """The microphone keeps hearing the interviewer: suggest headphones, once (the
+        second run, so one stray correlation never nags)."""
+        if runs == 2:
+            self._status("echo", HEADPHONES_HINT)
 
     def _on_source_error(self, message: str) -> None:
         """The device is gone: the window waits for it to come back, a headless run ends."""

@@ -71,8 +71,9 @@ def read_wav(path: Path, resample_to: int | None = 16_000) -> np.ndarray:
 
 
 def write_wav(path: Path, samples: np.ndarray, rate: int = 16_000) -> None:
+    """Mono from one dimension; (n, channels) interleaves the channels."""
     with wave.open(str(path), "wb") as w:
-        w.setnchannels(1)
+        w.setnchannels(1 if samples.ndim == 1 else samples.shape[1])
         w.setsampwidth(2)
         w.setframerate(rate)
         w.writeframes(samples.astype(np.int16).tobytes())

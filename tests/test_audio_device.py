@@ -95,8 +95,8 @@ class PulseDaemon:
         for stale in (self.pid_file, self.runtime / "pulse" / "native"):
             stale.unlink(missing_ok=True)
 
-    def play(self, clip: Path) -> None:
-        subprocess.run(["paplay", "--device=vsink", str(clip)], env=self.env, check=True,
+    def play(self, clip: Path, sink: str = "vsink") -> None:
+        subprocess.run(["paplay", f"--device={sink}", str(clip)], env=self.env, check=True,
                        timeout=30)
 
 
@@ -126,10 +126,17 @@ def pulse(tmp_path: Path) -> Iterator[PulseDaemon]:
 # --- the capturing child ---------------------------------------------------------------
 
 
-def _child_main(spec: str) -> None:
-    """Runs in the child: capture ``spec`` and report every frame and error as JSON."""
+def _child_main(*specs: str, echo: bool = False) -> None:
+    """Runs in the child: capture every spec at once (one DeviceSource each, on one session
+    clock, as the app does for the interviewer and the candidate) and report every frame
+    and error as JSON, tagged with the spec's position ``src``.  With ``echo`` the first
+    source feeds an EchoGate and the second's frames carry its verdict, both from their
+    own audio threads, as in the app."""
     from app.audio.device import DeviceSource
+    from app.audio.echo import EchoGate
     from app.clock import SessionClock
+
+    gate = EchoGate() if echo else None
 
     lock = threading.Lock()
 
@@ -138,18 +145,30 @@ def _child_main(spec: str) -> None:
             sys.stdout.write(json.dumps(obj) + "\n")
             sys.stdout.flush()
 
-    def on_frame(frame: Any) -> None:
-        s = frame.samples
-        emit({"t": frame.t, "n": int(s.shape[0]), "ndim": s.ndim, "dtype": str(s.dtype),
-              "rms": float(np.sqrt(np.mean(s.astype(np.float64) ** 2))),
-              "at": time.monotonic()})
+    def frame_handler(src: int) -> Callable[[Any], None]:
+        def on_frame(frame: Any) -> None:
+            s = frame.samples
+            line = {"src": src, "t": frame.t, "n": int(s.shape[0]), "ndim": s.ndim,
+                    "dtype": str(s.dtype), "rms": float(np.sqrt(np.mean(s.astype(np.float64) ** 2))),
+                    "at": time.monotonic()}
+            if gate is not None and src == 0:
+                gate.feed_reference(frame)
+            elif gate is not None:
+                verdict = gate.decide(frame)
+                line.update(echo=verdict.echo, lag_ms=verdict.lag_ms, corr=verdict.correlation)
+            emit(line)
+        return on_frame
 
-    source = DeviceSource(spec, SessionClock(), kind="loopback")
-    source.start(on_frame, lambda message: emit({"error": message, "at": time.monotonic()}))
+    clock = SessionClock()
+    sources = [DeviceSource(spec, clock, kind="loopback") for spec in specs]
+    for src, source in enumerate(sources):
+        source.start(frame_handler(src), lambda message, src=src: emit(
+            {"src": src, "error": message, "at": time.monotonic()}))
     sys.stdin.read()  # until the test closes our stdin
-    source.stop()
-    emit({"done": True, "overflows": source.overflows, "rate": source.rate,
-          "channels": source.channels, "reconnects": source.reconnects})
+    for src, source in enumerate(sources):
+        source.stop()
+        emit({"src": src, "done": True, "overflows": source.overflows, "rate": source.rate,
+              "channels": source.channels, "reconnects": source.reconnects})
 
 
 @dataclass
@@ -160,8 +179,11 @@ class Capture:
 
     @property
     def frames(self) -> list[dict[str, Any]]:
+        return self.frames_of(0)
+
+    def frames_of(self, src: int) -> list[dict[str, Any]]:
         with self.cond:
-            return [x for x in self.lines if "t" in x]
+            return [x for x in self.lines if "t" in x and x["src"] == src]
 
     @property
     def errors(self) -> list[str]:
@@ -178,22 +200,29 @@ class Capture:
                                          f"stderr: {self._stderr()}")
                 self.cond.wait(min(left, 0.1))
 
-    def finish(self) -> dict[str, Any]:
+    def finish(self, sources: int = 1) -> dict[str, Any]:
+        """Stop the child; the first source's summary (all of them: ``summaries``)."""
         assert self.proc.stdin is not None
         self.proc.stdin.close()
         self.proc.wait(timeout=10)
-        self.wait_for("the summary", lambda: any("done" in x for x in self.lines), 5)
-        return next(x for x in self.lines if "done" in x)
+        self.wait_for("the summaries", lambda: len(self.summaries) >= sources, 5)
+        return self.summaries[0]
+
+    @property
+    def summaries(self) -> list[dict[str, Any]]:
+        with self.cond:
+            return [x for x in self.lines if "done" in x]
 
     def _stderr(self) -> str:
         return "" if self.proc.stderr is None else "(see child stderr)"
 
 
 @contextlib.contextmanager
-def capture(daemon: PulseDaemon, spec: str = SPEC) -> Iterator[Capture]:
+def capture(daemon: PulseDaemon, *specs: str, echo: bool = False) -> Iterator[Capture]:
+    args = ", ".join(repr(spec) for spec in specs or (SPEC,)) + (", echo=True" if echo else "")
     proc = subprocess.Popen(
         [sys.executable, "-c", f"from tests.test_audio_device import _child_main; "
-                               f"_child_main({spec!r})"],
+                               f"_child_main({args})"],
         cwd=ROOT, env=daemon.env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL, text=True,
     )
@@ -352,3 +381,97 @@ def test_unknown_monitor_is_refused_before_starting(pulse: PulseDaemon) -> None:
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=pulse.env,
                          capture_output=True, text=True, timeout=30).stdout
     assert "'nosuchsink.monitor' not found" in out and "vsink.monitor" in out
+
+
+@pytest.mark.pulse
+@needs_pulse
+@needs_espeak
+def test_two_monitors_captured_at_once_each_hear_their_own_clip(pulse: PulseDaemon) -> None:
+    """The interviewer's monitor and a "microphone" (a second null sink's monitor) in one
+    process, on one session clock: each stream carries its own clip, at its own time."""
+    pulse.pactl("load-module", "module-null-sink", "sink_name=micsink")
+    question = synth("What is the difference between a process and a thread?", lead_s=0.2,
+                     tail_s=0.2)
+    answer = synth("Threads share memory.", "en-us+f3", lead_s=0.2, tail_s=0.2)
+    answer_delay = 1.0  # the answer starts while the question is still playing
+    with capture(pulse, SPEC, "pulse:micsink.monitor") as cap:
+        cap.wait_for("both streams to deliver",
+                     lambda: len(cap.frames_of(0)) >= 10 and len(cap.frames_of(1)) >= 10)
+        played = threading.Thread(target=pulse.play, args=(question,))
+        played.start()
+        time.sleep(answer_delay)
+        pulse.play(answer, sink="micsink")
+        played.join(timeout=30)
+        time.sleep(0.3)
+        cap.finish(sources=2)
+    assert cap.errors == [] and all(s["overflows"] == 0 for s in cap.summaries)
+    interviewer, candidate = cap.frames_of(0), cap.frames_of(1)
+    for frames in (interviewer, candidate):
+        assert all(f["n"] == FRAME_SAMPLES and f["dtype"] == "int16" for f in frames)
+        steps = np.diff([f["t"] for f in frames])
+        np.testing.assert_allclose(steps, FRAME_SAMPLES / SAMPLE_RATE, atol=1e-6)
+    q_rms = np.array([f["rms"] for f in interviewer])
+    a_rms = np.array([f["rms"] for f in candidate])
+    q_env, a_env = _envelope(read_wav(question)), _envelope(read_wav(answer))
+    # Each stream has its own clip's shape, far better than the other clip's.
+    own_q, own_a = _best_correlation(q_rms, q_env), _best_correlation(a_rms, a_env)
+    assert own_q > 0.9 and own_a > 0.9
+    assert _best_correlation(q_rms, a_env) < own_q - 0.1
+    assert _best_correlation(a_rms, q_env) < own_a - 0.1
+    # On the shared clock the answer's sound starts ~answer_delay after the question's.
+    loud = 500.0
+    q_on = next(f["t"] for f in interviewer if f["rms"] > loud)
+    a_on = next(f["t"] for f in candidate if f["rms"] > loud)
+    assert abs((a_on - q_on) - answer_delay) < 0.25, (q_on, a_on)
+    # No leak: the microphone stream is digital silence while only the question plays.
+    assert max(f["rms"] for f in candidate if q_on <= f["t"] < a_on - 0.2) < 10
+
+
+@pytest.mark.pulse
+@needs_pulse
+@needs_espeak
+def test_echo_gate_on_two_real_capture_threads(pulse: PulseDaemon, tmp_path: Path) -> None:
+    """The question plays to the interviewer's sink and, 40 ms later at -10 dB with room
+    reflections, to the "microphone" sink: the gate (fed from both audio threads, frames
+    stamped by two devices on one clock) calls the microphone's speech echo; the
+    candidate's own answer on the microphone, later, is not."""
+    from tests.speech import write_wav
+
+    pulse.pactl("load-module", "module-null-sink", "sink_name=micsink")
+    question = synth("What is the difference between a process and a thread?", lead_s=0.2,
+                     tail_s=0.2)
+    answer = synth("I would use a thread when the work shares memory.", "en-us+f3",
+                   lead_s=0.2, tail_s=0.2)
+    q = read_wav(question).astype(np.float64)
+
+    def delayed(x: np.ndarray, ms: float, db: float) -> np.ndarray:
+        d = int(SAMPLE_RATE * ms / 1000)
+        return np.concatenate([np.zeros(d), x])[: len(x)] * 10 ** (db / 20)
+
+    direct = delayed(q, 40, -10)
+    heard = direct + delayed(direct, 30, -6) + delayed(direct, 70, -12)
+    echo_clip = tmp_path / "echo.wav"
+    write_wav(echo_clip, np.clip(heard, -32768, 32767))
+    with capture(pulse, SPEC, "pulse:micsink.monitor", echo=True) as cap:
+        cap.wait_for("both streams to deliver",
+                     lambda: len(cap.frames_of(0)) >= 20 and len(cap.frames_of(1)) >= 20)
+        speaker = subprocess.Popen(["paplay", "--device=micsink", str(echo_clip)],
+                                   env=pulse.env)
+        pulse.play(question)
+        speaker.wait(timeout=30)
+        answer_from = cap.frames_of(1)[-1]["t"] + 0.5
+        time.sleep(0.5)
+        pulse.play(answer, sink="micsink")
+        time.sleep(0.3)
+        cap.finish(sources=2)
+    assert cap.errors == []
+    mic = cap.frames_of(1)
+    echo_part = [f for f in mic if f["t"] < answer_from and f["rms"] > 200]
+    own_part = [f for f in mic if f["t"] >= answer_from and f["rms"] > 200]
+    assert len(echo_part) > 30 and len(own_part) > 30
+    onset = echo_part[0]["t"]
+    settled = [f["echo"] for f in echo_part if f["t"] >= onset + 0.3]
+    share = sum(settled) / len(settled)
+    print(f"echo frames caught on real devices: {share:.2f}")
+    assert share >= 0.85, share
+    assert not any(f["echo"] for f in own_part)  # the interviewer was silent by then

@@ -252,3 +252,75 @@ def test_frames_arrive_on_the_source_thread(tmp_path: Path) -> None:
     source.start(lambda _: threads.add(threading.current_thread().name), lambda _: None)
     assert source.wait(5)
     assert threads == {"audio:a.wav"}
+
+
+# --- one channel of a multi-channel recording --------------------------------------------
+
+
+def _two_voices() -> tuple[npt.NDArray[np.int16], npt.NDArray[np.int16]]:
+    """The interviewer (left) and the candidate (right) of a call, as 16 kHz speech."""
+    left = read_wav(synth("Tell me about yourself.", tail_s=0.2))
+    right = read_wav(synth("I build streaming systems.", "en-us+f3", lead_s=1.0, tail_s=0.2))
+    n = max(len(left), len(right))
+    pad = lambda x: np.concatenate([x, np.zeros(n - len(x), np.int16)])  # noqa: E731
+    return pad(left), pad(right)
+
+
+@pytest.mark.skipif(not have_espeak(), reason="espeak-ng is not installed")
+def test_each_channel_of_a_two_channel_call_is_its_own_source(tmp_path: Path) -> None:
+    left, right = _two_voices()
+    path = write_wav(tmp_path / "call.wav", np.stack([left, right], axis=1), SAMPLE_RATE)
+    interviewer = FileSource(path, SessionClock(), speed=0, channel=0)
+    candidate = FileSource(path, SessionClock(), speed=0, channel=1)
+    assert interviewer.name != candidate.name  # two threads, two names in the logs
+    np.testing.assert_array_equal(samples_of(collect(interviewer)[0])[: len(left)], left)
+    np.testing.assert_array_equal(samples_of(collect(candidate)[0])[: len(right)], right)
+    mixed = samples_of(collect(FileSource(path, SessionClock(), speed=0))[0])[: len(left)]
+    assert np.abs(mixed.astype(np.int32) - (left.astype(np.int32) + right) // 2).max() <= 1
+
+
+def test_a_channel_is_resampled_on_its_own(tmp_path: Path) -> None:
+    tone, other = chord(44100, 0.5), np.sin(2 * np.pi * 150 * np.arange(22050) / 44100)
+    path = write_wav(tmp_path / "f.wav", np.stack([other, tone, other], axis=1)
+                     .astype(np.float32), 44100)
+    out = samples_of(collect(FileSource(path, SessionClock(), speed=0, channel=1))[0])
+    expected = chord(SAMPLE_RATE, 0.5) * 32768
+    err = out[100: len(expected) - 100] - expected[100:-100]
+    assert np.sqrt(np.mean(err**2)) / np.sqrt(np.mean(expected**2)) < 1e-3
+
+
+@pytest.mark.skipif(shutil.which("sox") is None, reason="sox is not installed")
+def test_a_channel_of_a_compressed_file(tmp_path: Path) -> None:
+    tone = (chord(44100, 0.5) * 32767).astype(np.int16)
+    silent = np.zeros_like(tone)
+    wav = write_wav(tmp_path / "c.wav", np.stack([silent, tone], axis=1), 44100)
+    flac = tmp_path / "c.flac"
+    subprocess.run(["sox", str(wav), str(flac)], check=True)
+    right = samples_of(collect(FileSource(flac, SessionClock(), speed=0, channel=1))[0])
+    left = samples_of(collect(FileSource(flac, SessionClock(), speed=0, channel=0))[0])
+    expected = chord(SAMPLE_RATE, 0.5) * 32767
+    assert np.corrcoef(right[200:7000].astype(np.float64), expected[200:7000])[0, 1] > 0.99
+    assert np.abs(left).max() <= 1
+    with pytest.raises(AudioError, match="no channel 3: the file has 2 channels"):
+        FileSource(flac, SessionClock(), channel=2)
+
+
+def test_a_missing_channel_is_named(tmp_path: Path) -> None:
+    mono = write_wav(tmp_path / "m.wav", np.zeros(1600, np.int16), SAMPLE_RATE)
+    with pytest.raises(AudioError, match=r"m.wav: no channel 2: the file has 1 channel$"):
+        FileSource(mono, SessionClock(), channel=1)
+    with pytest.raises(AudioError, match="no channel 0"):
+        FileSource(mono, SessionClock(), channel=-1)
+
+
+def test_open_source_and_the_settings_pass_the_channel_to_files(tmp_path: Path) -> None:
+    from app.audio import source_from_config
+    from app.config import AudioConfig
+
+    path = write_wav(tmp_path / "s.wav", np.zeros((1600, 2), np.int16), SAMPLE_RATE)
+    source = open_source(str(path), SessionClock(), channel=1)
+    assert isinstance(source, FileSource) and source.channel == 1
+    chosen = source_from_config(AudioConfig(), SessionClock(), file=path, channel=0)
+    assert isinstance(chosen, FileSource) and chosen.channel == 0
+    with pytest.raises(AudioError, match="applies to a recording"):
+        source_from_config(AudioConfig(), SessionClock(), channel=1)

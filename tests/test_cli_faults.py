@@ -38,6 +38,17 @@ def test_a_bad_speed_is_a_usage_error(speed: str, tmp_path: Path) -> None:
     assert out.returncode == 2 and "replay speed" in out.stderr and "Traceback" not in out.stderr
 
 
+@pytest.mark.parametrize("channels", ["1", "1,1", "0,1", "left,right"])
+def test_bad_audio_channels_are_a_usage_error(channels: str, tmp_path: Path) -> None:
+    out = listen(["--audio", str(synth("Hello.")), f"--audio-channels={channels}"], tmp_path)
+    assert out.returncode == 2 and "two channels" in out.stderr and "Traceback" not in out.stderr
+
+
+def test_a_channel_the_recording_lacks_is_said(tmp_path: Path) -> None:
+    out = listen(["--audio", str(synth("Hello.")), "--audio-channels=1,2"], tmp_path)
+    assert out.returncode == 2 and "channel" in out.stderr and "Traceback" not in out.stderr
+
+
 def test_events_in_a_missing_folder(tmp_path: Path) -> None:
     target = tmp_path / "nope" / "events.jsonl"
     out = listen(["--audio", str(synth("Hello.")), "--events", str(target), *DEAD], tmp_path)

@@ -34,8 +34,10 @@ from app.events import (
     RestoredEvent,
     ResumedEvent,
     RetractedEvent,
+    SessionStateEvent,
     SpeculateEvent,
     SpeculationEvent,
+    StatusEvent,
     TokenEvent,
     TurnStatsEvent,
     Usage,
@@ -698,3 +700,74 @@ def test_latency_view_and_bar_render_empty(qtbot: QtBot, window: MainWindow) -> 
     assert not view.grab().isNull()
     assert view.chart.rows == () and not view.note.isVisibleTo(view)
     view.close()
+
+
+# --- both sides of the call ---------------------------------------------------------------
+
+
+def test_a_meter_per_speaker_the_candidates_shown_once_it_delivers(
+    qtbot: QtBot, window: MainWindow, controller: FakeController
+) -> None:
+    status = window.status
+    window.show()
+    controller.emit_from_thread([LevelEvent(t=1.0, dbfs=-20.0)])
+    qtbot.waitUntil(lambda: status.meter.dbfs == -20.0, timeout=3000)
+    assert status.meter.isVisible() and not status.candidate_meter.isVisible()
+    assert not any(label.isVisible() for label in status.meter_labels.values())
+    controller.emit_from_thread([LevelEvent(t=1.1, dbfs=-33.0, speaker="candidate"),
+                                 LevelEvent(t=1.2, dbfs=-25.0, speaker="interviewer")])
+    qtbot.waitUntil(lambda: status.candidate_meter.dbfs == -33.0, timeout=3000)
+    qtbot.waitUntil(lambda: status.meter.dbfs == -25.0, timeout=3000)
+    assert status.candidate_meter.isVisible()
+    assert [label.text() for label in status.meter_labels.values() if label.isVisible()] == [
+        "Interviewer", "You"]
+    assert status.candidate_meter.toolTip() == "Your microphone level -33 dBFS"
+    # A new session may run without the microphone: its meter waits for its first level.
+    controller.emit_from_thread([SessionStateEvent(t=2.0, state="starting")])
+    qtbot.waitUntil(lambda: not status.candidate_meter.isVisible(), timeout=3000)
+    assert status.meter.isVisible() and status.meter.dbfs == -25.0
+
+
+def test_echo_status_is_a_banner_suggesting_headphones(
+    qtbot: QtBot, window: MainWindow, controller: FakeController
+) -> None:
+    from app.audio.echo import HEADPHONES_HINT
+
+    controller.emit_from_thread([StatusEvent(t=1.0, stage="echo", message=HEADPHONES_HINT)] * 2
+                                + [StatusEvent(t=1.1, stage="audio", message="listening to x")])
+    qtbot.waitUntil(lambda: "listening to x" in window.status.message_label.text(), timeout=3000)
+    assert len(window.banners.banners) == 1 and window.banners.banners[0].count == 2
+    banner = window.banners.banners[0]
+    assert banner.level == "warning" and "headphones" in banner.text()
+    assert "headphones" not in window.status.message_label.text()
+
+
+def test_settings_choose_the_candidates_microphone_from_the_same_list(
+    qtbot: QtBot, tmp_path: Path
+) -> None:
+    path = tmp_path / "settings.toml"
+    dialog = SettingsDialog(Settings(), path)
+    qtbot.addWidget(dialog)
+    assert dialog.candidate_on.isChecked() and dialog.candidate_device.isEnabled()
+    dialog.device.setCurrentText("Monitor of Speakers")
+    dialog.fill_devices(["Monitor of Speakers", "USB Headset Mic", "Built-in Microphone"])
+    lists = [[c.itemText(i) for i in range(c.count())]
+             for c in (dialog.device, dialog.candidate_device)]
+    assert lists[0] == lists[1] == ["", "Monitor of Speakers", "USB Headset Mic",
+                                    "Built-in Microphone"]
+    assert dialog.device.currentText() == "Monitor of Speakers"  # kept through the refill
+    dialog.candidate_device.setCurrentText("USB Headset Mic")
+    dialog.accept()
+    loaded, problems = load_settings(path)
+    assert problems == []
+    assert loaded.audio.candidate == "mic" and loaded.audio.candidate_device == "USB Headset Mic"
+    assert loaded.audio.device == "Monitor of Speakers"
+
+    again = SettingsDialog(loaded, path)
+    qtbot.addWidget(again)
+    assert again.candidate_device.currentText() == "USB Headset Mic"
+    again.candidate_on.setChecked(False)
+    assert not again.candidate_device.isEnabled()
+    again.accept()
+    off, _ = load_settings(path)
+    assert off.audio.candidate == "off" and off.audio.candidate_device == "USB Headset Mic"

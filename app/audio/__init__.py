@@ -39,10 +39,11 @@ _AUDIO_SUFFIXES = {".wav", ".wave", ".mp3", ".m4a", ".aac", ".flac", ".ogg", ".o
 
 
 def open_source(spec: str | int | Path | None, clock: SessionClock, *,
-                speed: float = 1.0) -> AudioSource:
+                speed: float = 1.0, channel: int | None = None) -> AudioSource:
     """A source for ``spec``; raises AudioError (naming it and the fix) if it is unusable.
 
-    - an audio file path -> :class:`FileSource` replayed at ``speed``
+    - an audio file path -> :class:`FileSource` replayed at ``speed`` (only ``channel`` of
+      it when given, e.g. 1 for the candidate's side of a two-channel recording)
     - ``None`` / ``"mic"`` / ``"default"`` -> the default input device
     - ``"loopback"`` -> what the speakers play (WASAPI on Windows, the default sink's
       monitor on Linux, a BlackHole-style device on macOS)
@@ -50,7 +51,9 @@ def open_source(spec: str | int | Path | None, clock: SessionClock, *,
     - an index or a part of a device name -> that input device
     """
     if isinstance(spec, Path) or (isinstance(spec, str) and _looks_like_file(spec)):
-        return FileSource(spec, clock, speed=speed)
+        return FileSource(spec, clock, speed=speed, channel=channel)
+    if channel is not None:
+        raise AudioError(f"--audio-channels applies to a recording, not to the device {spec!r}")
     if spec == "loopback":
         return _loopback(clock)
     from app.audio.device import DeviceSource
@@ -59,14 +62,21 @@ def open_source(spec: str | int | Path | None, clock: SessionClock, *,
 
 
 def source_from_config(config: AudioConfig, clock: SessionClock, *,
-                       file: str | Path | None = None, speed: float = 1.0) -> AudioSource:
-    """The source the settings ask for; ``file`` (from the command line) wins."""
+                       file: str | Path | None = None, speed: float = 1.0,
+                       channel: int | None = None) -> AudioSource:
+    """The source the settings ask for; ``file`` (from the command line) wins.
+
+    ``channel`` picks one channel of the file (None downmixes); it only applies to files.
+    """
     if file is not None:
-        return FileSource(file, clock, speed=speed)
+        return FileSource(file, clock, speed=speed, channel=channel)
     if config.source == "file":
         if config.device is None:
             raise AudioError("audio.source is 'file' but no file was given: pass --audio FILE.")
-        return FileSource(config.device, clock, speed=speed)
+        return FileSource(config.device, clock, speed=speed, channel=channel)
+    if channel is not None:
+        raise AudioError("--audio-channels applies to a recording (--audio FILE), "
+                         "not to a live device.")
     if config.source == "loopback":
         if config.device is None:
             return _loopback(clock)

@@ -9,6 +9,10 @@ WAV files (PCM 8/16/24/32-bit, IEEE float 32/64-bit, WAVE_FORMAT_EXTENSIBLE) are
 with a small RIFF parser (Python 3.11's ``wave`` rejects float and extensible files) and
 converted with :mod:`app.audio.resample`.  Anything else is decoded with PyAV (installed
 with faster-whisper) when available.
+
+A multi-channel file is downmixed, unless ``channel`` picks one of its channels: a call
+recorded as a two-channel WAV (interviewer left, candidate right) is replayed as two
+sources on one session clock, each reading its own channel.
 """
 
 from __future__ import annotations
@@ -150,8 +154,10 @@ def _decode_block(info: WavInfo, raw: bytes) -> npt.NDArray[np.generic]:
     return data.reshape(-1, info.channels)
 
 
-def wav_samples(info: WavInfo, block_seconds: float = _BLOCK_SECONDS) -> Iterator[Samples]:
-    """The file's audio as 16 kHz mono int16 blocks, decoded lazily."""
+def wav_samples(info: WavInfo, block_seconds: float = _BLOCK_SECONDS,
+                channel: int | None = None) -> Iterator[Samples]:
+    """The file's audio (or one ``channel`` of it) as 16 kHz mono int16 blocks, decoded
+    lazily."""
     converter = Converter(info.rate)
     block_bytes = max(1, int(info.rate * block_seconds)) * info.block_align
     remaining = info.frames * info.block_align
@@ -162,12 +168,14 @@ def wav_samples(info: WavInfo, block_seconds: float = _BLOCK_SECONDS) -> Iterato
             if not raw:
                 break
             remaining -= len(raw)
-            yield converter.process(_decode_block(info, raw))
+            block = _decode_block(info, raw)
+            yield converter.process(block if channel is None else block[:, channel])
     yield converter.flush()
 
 
-def _av_check(path: Path) -> None:
-    """Fail early (in the constructor) when PyAV is missing or finds no audio stream."""
+def _av_check(path: Path, channel: int | None = None) -> None:
+    """Fail early (in the constructor) when PyAV is missing, finds no audio stream, or the
+    stream lacks ``channel``."""
     try:
         import av
     except ImportError as exc:
@@ -176,25 +184,38 @@ def _av_check(path: Path) -> None:
         with av.open(str(path)) as container:
             if not container.streams.audio:
                 raise AudioError(f"{path}: the file has no audio stream")
+            _check_channel(path, channel, container.streams.audio[0].codec_context.layout.nb_channels)
     except av.FFmpegError as exc:
         raise AudioError(f"{path}: not a WAV file and not decodable audio ({exc})") from exc
 
 
-def av_samples(path: Path) -> Iterator[Samples]:
-    """Any FFmpeg-readable audio (mp3, m4a, flac, ogg…) as 16 kHz mono int16 blocks."""
+def av_samples(path: Path, channel: int | None = None) -> Iterator[Samples]:
+    """Any FFmpeg-readable audio (mp3, m4a, flac, ogg…), or one ``channel`` of it, as
+    16 kHz mono int16 blocks."""
     import av
 
     try:
         with av.open(str(path)) as container:
             stream = container.streams.audio[0]
-            resampler = av.AudioResampler(format="s16", layout="mono", rate=SAMPLE_RATE)
+            if channel is None:
+                resampler = av.AudioResampler(format="s16", layout="mono", rate=SAMPLE_RATE)
+            else:  # planar keeps the channels apart: row ``channel`` is the one wanted
+                resampler = av.AudioResampler(format="s16p", rate=SAMPLE_RATE)
+            row = 0 if channel is None else channel
             for frame in container.decode(stream):
                 for out in resampler.resample(frame):
-                    yield out.to_ndarray().reshape(-1).astype(np.int16, copy=False)
+                    yield out.to_ndarray()[row].astype(np.int16, copy=False)
             for out in resampler.resample(None):
-                yield out.to_ndarray().reshape(-1).astype(np.int16, copy=False)
+                yield out.to_ndarray()[row].astype(np.int16, copy=False)
     except av.FFmpegError as exc:
         raise AudioError(f"{path}: decoding failed: {exc}") from exc
+
+
+def _check_channel(path: Path, channel: int | None, channels: int) -> None:
+    """Said the way audio editors number channels (from 1)."""
+    if channel is not None and not 0 <= channel < channels:
+        have = "1 channel" if channels == 1 else f"{channels} channels"
+        raise AudioError(f"{path}: no channel {channel + 1}: the file has {have}")
 
 
 def _is_riff(path: Path) -> bool:
@@ -212,10 +233,13 @@ class FileSource(ThreadedSource):
 
     _JOIN_TIMEOUT = 2.0
 
-    def __init__(self, path: str | Path, clock: SessionClock, speed: float = 1.0) -> None:
+    def __init__(self, path: str | Path, clock: SessionClock, speed: float = 1.0, *,
+                 channel: int | None = None) -> None:
         super().__init__()
         self.path = Path(path)
-        self.name = self.path.name
+        self.channel = channel
+        """Which channel of a multi-channel file (0 = first); None downmixes them all."""
+        self.name = self.path.name if channel is None else f"{self.path.name}#{channel}"
         if math.isnan(speed) or speed < 0:
             raise ValueError(f"speed must be >= 0 (0 = as fast as possible), got {speed}")
         self.speed = math.inf if speed == 0 else speed
@@ -228,10 +252,12 @@ class FileSource(ThreadedSource):
             raise AudioError(f"{self.path}: audio file not found")
         try:
             if _is_riff(self.path):
-                return read_wav_info(self.path)
+                info = read_wav_info(self.path)
+                _check_channel(self.path, self.channel, info.channels)
+                return info
         except OSError as exc:
             raise AudioError(f"{self.path}: cannot read the file ({exc.strerror})") from exc
-        _av_check(self.path)
+        _av_check(self.path, self.channel)
         return None
 
     @property
@@ -245,7 +271,8 @@ class FileSource(ThreadedSource):
 
     def frames(self) -> Iterator[AudioFrame]:
         """Every frame of the file, unpaced, last one zero-padded."""
-        blocks = wav_samples(self._wav) if self._wav is not None else av_samples(self.path)
+        blocks = (wav_samples(self._wav, channel=self.channel) if self._wav is not None
+                  else av_samples(self.path, self.channel))
         chunker = FrameChunker()
         for block in blocks:
             yield from chunker.push(block)

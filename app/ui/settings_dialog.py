@@ -71,6 +71,13 @@ _LABELS: dict[str, str] = {
 }
 
 
+def _section(title: str) -> QLabel:
+    """A bold heading row inside a form: which side of the call the rows below are for."""
+    label = QLabel(f"<b>{title}</b>")
+    label.setContentsMargins(0, 6, 0, 0)
+    return label
+
+
 class SettingsDialog(QDialog):
     """Edit settings; on OK, validate, store the key in the keychain and write the TOML."""
 
@@ -191,18 +198,22 @@ class SettingsDialog(QDialog):
         for src in sources:
             self.source.addItem(labels[src], src)
         self.source.setCurrentIndex(max(0, self.source.findData(s.audio.source)))
-        self.device = QComboBox()
-        self.device.setEditable(True)
-        self.device.addItem("")
-        self.device.setCurrentText(s.audio.device or "")
-        edit = self.device.lineEdit()
-        if edit is not None:
-            edit.setPlaceholderText("system default (or a name / index)")
+        self.device = self._device_combo(s.audio.device)
         refresh = QPushButton("List devices")
+        refresh.setToolTip("Fill both device lists with this computer's audio inputs")
         refresh.clicked.connect(self._list_devices)
         device_row = QHBoxLayout()
         device_row.addWidget(self.device, 1)
         device_row.addWidget(refresh)
+        self.candidate_on = QCheckBox('Transcribe my microphone too (shown as "You")')
+        self.candidate_on.setToolTip(
+            "Your answers become context for follow-up questions and close the interviewer's "
+            "turn; they are never answered. With speakers instead of headphones the "
+            "interviewer's echo is detected and dropped.")
+        self.candidate_on.setChecked(s.audio.candidate == "mic")
+        self.candidate_device = self._device_combo(s.audio.candidate_device)
+        self.candidate_device.setEnabled(self.candidate_on.isChecked())
+        self.candidate_on.toggled.connect(self.candidate_device.setEnabled)
         self.language = QComboBox()
         self.language.setEditable(True)
         for code, label in LANGUAGES.items():
@@ -220,8 +231,13 @@ class SettingsDialog(QDialog):
         self.asr_model.setEditable(True)
         self.asr_model.addItems(ASR_MODELS)
         self.asr_model.setCurrentText(s.asr.model)
+        form.addRow(_section("The interviewer"))
         form.addRow("Audio source", self.source)
         form.addRow("Device", device_row)
+        form.addRow(_section("Your microphone"))
+        form.addRow("", self.candidate_on)
+        form.addRow("Microphone", self.candidate_device)
+        form.addRow(_section("Speech recognition"))
         form.addRow("Language", self.language)
         form.addRow("Chinese captions", self.chinese_script)
         form.addRow("ASR model", self.asr_model)
@@ -235,6 +251,17 @@ class SettingsDialog(QDialog):
             return str(self.language.itemData(index))
         return text.split("—")[0].strip().lower()
 
+    @staticmethod
+    def _device_combo(value: str | None) -> QComboBox:
+        combo = QComboBox()
+        combo.setEditable(True)
+        combo.addItem("")
+        combo.setCurrentText(value or "")
+        edit = combo.lineEdit()
+        if edit is not None:
+            edit.setPlaceholderText("system default (or a name / index)")
+        return combo
+
     def _list_devices(self) -> None:
         """User-initiated only: PortAudio's start-up can take a moment."""
         try:
@@ -244,11 +271,17 @@ class SettingsDialog(QDialog):
         except Exception as exc:
             self._show_error(f"Could not list audio devices: {exc}")
             return
-        current = self.device.currentText()
-        self.device.clear()
-        self.device.addItem("")
-        self.device.addItems(names)
-        self.device.setCurrentText(current)
+        self.fill_devices(names)
+
+    def fill_devices(self, names: list[str]) -> None:
+        """The same inputs in both pickers (the interviewer's and the microphone's), keeping
+        what each shows."""
+        for combo in (self.device, self.candidate_device):
+            current = combo.currentText()
+            combo.clear()
+            combo.addItem("")
+            combo.addItems(names)
+            combo.setCurrentText(current)
 
     def _file_row(self, value: str | None, title: str) -> tuple[QLineEdit, QHBoxLayout]:
         edit = QLineEdit(value or "")
@@ -380,6 +413,8 @@ class SettingsDialog(QDialog):
         data["llm"]["send_include_usage"] = self.send_usage.isChecked()
         data["audio"]["source"] = self.source.currentData()
         data["audio"]["device"] = self.device.currentText().strip() or None
+        data["audio"]["candidate"] = "mic" if self.candidate_on.isChecked() else "off"
+        data["audio"]["candidate_device"] = self.candidate_device.currentText().strip() or None
         data["asr"]["language"] = self.language_code()
         data["asr"]["chinese_script"] = self.chinese_script.currentData()
         data["asr"]["model"] = self.asr_model.currentText().strip()

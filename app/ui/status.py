@@ -1,8 +1,9 @@
 """The footer: what the copilot is doing, how loud the input is, and what it cost.
 
 Two rows so a compact window still shows the latency breakdown in full: row one is the
-live state (listening/speaking/thinking, level meter, low-latency mode, session tokens and
-cost), row two the last turn's latency timeline and speculation outcome, with the same
+live state (listening/speaking/thinking, a level meter per input — the interviewer's, and
+the candidate's microphone once it delivers — low-latency mode, session tokens and cost),
+row two the last turn's latency timeline and speculation outcome, with the same
 turn drawn underneath as a stacked bar so where the time went reads at a glance.
 """
 
@@ -12,8 +13,17 @@ from html import escape
 
 from PySide6.QtCore import QRectF, QSize, Qt
 from PySide6.QtGui import QColor, QFont, QFontMetricsF, QPainter, QPaintEvent, QPen
-from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QSizePolicy, QVBoxLayout, QWidget
+from PySide6.QtWidgets import (
+    QFrame,
+    QGridLayout,
+    QHBoxLayout,
+    QLabel,
+    QSizePolicy,
+    QVBoxLayout,
+    QWidget,
+)
 
+from app.events import Speaker
 from app.timeline import Segment, SegmentKey, TurnLatency
 from app.ui.qtcompat import protect_singletons
 from app.ui.theme import LIGHT, Theme
@@ -21,16 +31,20 @@ from app.ui.theme import LIGHT, Theme
 FLOOR_DBFS = -60.0
 
 
+METER_NAMES: dict[Speaker, str] = {"interviewer": "Interviewer", "candidate": "You"}
+
+
 class LevelMeter(QWidget):
     """Input level, −60…0 dBFS; repaints only itself, so it is cheap at meter rates."""
 
-    def __init__(self, parent: QWidget | None = None) -> None:
+    def __init__(self, parent: QWidget | None = None, *, who: str = "Input") -> None:
         super().__init__(parent)
         self._dbfs = FLOOR_DBFS
         self._theme = LIGHT
+        self._who = who
         self.setFixedSize(QSize(72, 8))
-        self.setToolTip("Input level")
-        self.setAccessibleName("Input level")
+        self.setToolTip(f"{who} level")
+        self.setAccessibleName(f"{who} level")
 
     @property
     def dbfs(self) -> float:
@@ -40,7 +54,7 @@ class LevelMeter(QWidget):
         value = max(FLOOR_DBFS, min(0.0, dbfs))
         if abs(value - self._dbfs) >= 0.5:
             self._dbfs = value
-            self.setToolTip(f"Input level {dbfs:.0f} dBFS")
+            self.setToolTip(f"{self._who} level {dbfs:.0f} dBFS")
             self.update()
 
     def apply_theme(self, theme: Theme) -> None:
@@ -248,14 +262,23 @@ class StatusPanel(QFrame):
         top.setSpacing(10)
         self.state_label = QLabel()
         self.state_label.setObjectName("state")
-        self.meter = LevelMeter()
+        self.meters: dict[Speaker, LevelMeter] = {}
+        self.meter_labels: dict[Speaker, QLabel] = {}
+        for speaker, who in METER_NAMES.items():
+            self.meters[speaker] = LevelMeter(who="Interviewer" if speaker == "interviewer"
+                                              else "Your microphone")
+            label = QLabel(who)
+            label.setObjectName("metric")
+            self.meter_labels[speaker] = label
+        self.meter = self.meters["interviewer"]
+        self.candidate_meter = self.meters["candidate"]
         self.low_latency_label = QLabel()
         self.low_latency_label.setObjectName("metric")
         self.cost_label = QLabel("0 tok · $0.0000")
         self.cost_label.setObjectName("metric")
         self.cost_label.setToolTip("Tokens and cost of this session")
         top.addWidget(self.state_label)
-        top.addWidget(self.meter, 0, Qt.AlignmentFlag.AlignVCenter)
+        top.addWidget(self._meter_stack(), 0, Qt.AlignmentFlag.AlignVCenter)
         top.addWidget(self.low_latency_label)
         top.addStretch(1)
         top.addWidget(self.cost_label)
@@ -286,6 +309,41 @@ class StatusPanel(QFrame):
         outer.addWidget(self.message_label)
         self.set_state("stopped")
         self.set_low_latency(True)
+        self.hide_candidate_meter()
+
+    def _meter_stack(self) -> QWidget:
+        """The meters one above the other, names to their left: as narrow as one meter, so
+        the row still fits a compact window when both sides are heard."""
+        stack = QWidget()
+        grid = QGridLayout(stack)
+        grid.setContentsMargins(0, 0, 0, 0)
+        grid.setHorizontalSpacing(5)
+        grid.setVerticalSpacing(2)
+        for row, (speaker, meter) in enumerate(self.meters.items()):
+            label = self.meter_labels[speaker]
+            small = label.font()
+            if small.pointSizeF() > 0:
+                small.setPointSizeF(small.pointSizeF() * 0.8)
+                label.setFont(small)
+            grid.addWidget(label, row, 0, Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+            grid.addWidget(meter, row, 1, Qt.AlignmentFlag.AlignVCenter)
+        return stack
+
+    def set_level(self, speaker: Speaker, dbfs: float) -> None:
+        """A ``level`` reading; the candidate's first one brings their meter (and both
+        meters' names, so the two bars cannot be confused) into view."""
+        if speaker == "candidate" and self.candidate_meter.isHidden():
+            for widget in (*self.meters.values(), *self.meter_labels.values()):
+                widget.setVisible(True)
+        self.meters[speaker].set_level(dbfs)
+
+    def hide_candidate_meter(self) -> None:
+        """One meter, unlabelled, as long as only the interviewer is heard (a new session
+        may run without the microphone)."""
+        self.candidate_meter.set_level(FLOOR_DBFS)
+        self.candidate_meter.setVisible(False)
+        for label in self.meter_labels.values():
+            label.setVisible(False)
 
     def set_state(self, state: str) -> None:
         self.state = state
@@ -326,7 +384,8 @@ class StatusPanel(QFrame):
 
     def apply_theme(self, theme: Theme) -> None:
         self._theme = theme
-        self.meter.apply_theme(theme)
+        for meter in self.meters.values():
+            meter.apply_theme(theme)
         self.breakdown.apply_theme(theme)
         self.set_state(self.state)
         self.set_low_latency(self._low)

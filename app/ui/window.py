@@ -321,7 +321,7 @@ class MainWindow(QMainWindow):
             return
         event = obj
         if isinstance(event, LevelEvent):
-            self.status.meter.set_level(event.dbfs)
+            self.status.set_level(event.speaker, event.dbfs)
             return
         self.panes.feed(event)
         if self.timeline.feed(event):
@@ -349,12 +349,17 @@ class MainWindow(QMainWindow):
             self.status.set_state(self._idle_state())
         elif isinstance(event, SessionStateEvent):
             self._sync_controls()
+            if event.state == "starting":
+                self.status.hide_candidate_meter()  # until this session's microphone speaks
             if event.state in ("starting", "failed"):
                 self.status.set_state(event.state)
             elif event.state == "listening":
                 self.status.set_state(self._idle_state())
         elif isinstance(event, ErrorEvent):
             self.banners.show_message("error", event.stage.capitalize(), redact(event.message))
+        elif isinstance(event, StatusEvent) and event.stage == "echo":
+            # Persistent, unlike a status line: the user has to act (put headphones on).
+            self.banners.show_message("warning", "Echo", redact(event.message))
         elif isinstance(event, StatusEvent):
             self.status.set_message(redact(f"{event.stage}: {event.message}"))
             self._message_timer.start(8000)
