@@ -187,6 +187,8 @@ class Exchange:
     turn: int | None = None
     answers: list[Answer] = dataclasses.field(default_factory=list)
     asked_at: float | None = None
+    said: list[str] = dataclasses.field(default_factory=list)
+    """What the candidate said after the question (before the next one)."""
 
 
 def exchanges(events: Iterable[Event] | Timeline) -> list[Exchange]:
@@ -195,12 +197,14 @@ def exchanges(events: Iterable[Event] | Timeline) -> list[Exchange]:
     The question is the turn's last final (a question that went on after a pause is one
     turn whose final grew); its answers are the requests that showed tokens, in order (a
     regeneration is a second request of the same turn).  The candidate's words are not
-    questions and are left out.
+    questions: each goes with the question asked before it (turn ids come from one counter
+    for both voices, in the order speech began); words before the first question make an
+    exchange with no question.
     """
     timeline = events if isinstance(events, Timeline) else _timeline(events)
     out: list[Exchange] = []
     for stages in timeline.stages():
-        asked = [f.text.strip() for f in stages.finals if f.speaker == "interviewer"]
+        asked = [f.text.strip() for f in stages.finals]
         shown = timeline.answers(stages.number)
         if not (asked or stages.endpoints or shown):
             continue
@@ -208,7 +212,11 @@ def exchanges(events: Iterable[Event] | Timeline) -> list[Exchange]:
                       asked_at=stages.endpoint.t if stages.endpoint is not None else None)
         ex.answers = [Answer(a.request, a.text, a.regenerated, a.cut, a.retracted) for a in shown]
         out.append(ex)
-    return out
+    opening = Exchange("", None)
+    for final in timeline.said:
+        owner = next((ex for ex in reversed(out) if ex.turn is not None and ex.turn < final.turn), opening)
+        owner.said.append(final.text.strip())
+    return [opening, *out] if opening.said else out
 
 
 def _timeline(events: Iterable[Event]) -> Timeline:
@@ -226,7 +234,12 @@ def export_markdown(path: Path) -> str:
     lines = [f"# Interview Copilot session — {title}", ""]
     if session.skipped:
         lines += [f"_{session.skipped} unreadable line(s) skipped (crash or newer version)._", ""]
-    for number, ex in enumerate(exchanges(timeline), start=1):
+    number = 0
+    for ex in exchanges(timeline):
+        if ex.turn is None:  # the candidate spoke before any question
+            lines += [*(f"**You:** {line}" for line in ex.said), ""]
+            continue
+        number += 1
         when = f" _(at {_clock(ex.asked_at)})_" if ex.asked_at is not None else ""
         lines.append(f"## Q{number}{when}")
         lines.append("")
@@ -246,6 +259,8 @@ def export_markdown(path: Path) -> str:
             lines.append("")
             if answer.cut:
                 lines += ["_(cut short: a newer answer took its place)_", ""]
+        for line in ex.said:
+            lines += [f"**You:** {line}", ""]
         lat = timeline.turn(ex.turn) if ex.turn is not None and ex.answers else None
         if lat is not None and lat.response is not None:
             lines.append(f"<sub>{lat.describe().replace('Last turn', 'Latency')}</sub>")

@@ -333,6 +333,9 @@ class Timeline:
     requests: dict[int, RequestStages] = field(default_factory=dict)
     """Every request of the session by id."""
     last_final: FinalEvent | None = None
+    """The interviewer's latest final."""
+    said: list[FinalEvent] = field(default_factory=list)
+    """The candidate's finals: context, never a turn to answer (so never a stage)."""
     outcomes: Counter[str] = field(default_factory=Counter)
     """Speculation verdicts of the session: hit / miss / cancelled."""
     retractions: list[RetractedEvent] = field(default_factory=list)
@@ -397,6 +400,10 @@ class Timeline:
                 # An onset: the next turn the pipeline speaks of is this one.
                 self._in_utterance = True
                 self._pending_onset = event.t
+            return False
+        if isinstance(event, PartialEvent | FinalEvent) and event.speaker == "candidate":
+            if isinstance(event, FinalEvent):
+                self.said.append(event)
             return False
         if isinstance(event, _TURN_EVENTS):
             stages = self._turn(event.turn, event.t)

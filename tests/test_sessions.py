@@ -187,6 +187,15 @@ def test_a_full_disk_is_said_once_and_the_session_goes_on(tmp_path: Path) -> Non
     assert len(problems) == 1 and "No space left on device" in problems[0]
 
 
+def test_words_before_any_question_open_the_export(tmp_path: Path) -> None:
+    path = tmp_path / "session-20240102-030405-000.jsonl"
+    events = [FinalEvent(t=1.0, turn=1, text="Hello, can you hear me?", audio_end=1.0, speaker="candidate"),
+              FinalEvent(t=3.0, turn=2, text="Tell me about yourself.", audio_end=3.0)]
+    path.write_text("".join(to_json(e) + "\n" for e in events), encoding="utf-8")
+    md = export_markdown(path)
+    assert md.index("**You:** Hello, can you hear me?") < md.index("## Q1") < md.index("> Tell me about yourself.")
+
+
 def test_markdown_export(tmp_path: Path) -> None:
     path = tmp_path / "session-20240102-030405-000.jsonl"
     events = [
@@ -211,6 +220,8 @@ def test_markdown_export(tmp_path: Path) -> None:
         FinalEvent(t=14.0, turn=3, text="Have you led a team? A big one.", audio_end=14.0),
         TokenEvent(t=14.3, turn=3, request=6, text="Yes, twelve people."),
         FinalEvent(t=16.0, turn=4, text="Any questions for us?", audio_end=16.0),
+        # the candidate's words: with the question asked before them, never a question
+        FinalEvent(t=17.5, turn=5, text="Yes, about the team.", audio_end=17.4, speaker="candidate"),
     ]
     path.write_text("".join(to_json(e) + "\n" for e in events), encoding="utf-8")
     md = export_markdown(path)
@@ -228,4 +239,6 @@ def test_markdown_export(tmp_path: Path) -> None:
     assert "Latency 520 ms: endpoint +300 · request +250 spec. hit · 1st token +500 · " \
            "shown +520" in md
     assert "> Any questions for us?" in md and "_No answer was shown._" in md
+    assert md.index("> Any questions for us?") < md.index("**You:** Yes, about the team.")
+    assert "> Yes, about the team." not in md and "## Q5" not in md
     assert "Session usage: 110 tok · $0.0010" in md
