@@ -4,7 +4,7 @@
 ``interview-copilot --audio demo.wav``     the window replaying a file (the demo)
 ``interview-copilot listen --headless …``  the whole pipeline, answers on stdout
 ``interview-copilot transcribe a.wav``     live transcription only
-``interview-copilot bench asr|turns …``    the benchmarks
+``interview-copilot bench asr|turns|signals …``  the benchmarks
 
 Exit codes: 0 done; 1 a failure while running (the audio device died); 2 a problem to
 fix before starting (a bad flag, an unknown device, a missing file, a folder that cannot
@@ -464,7 +464,8 @@ def _parser() -> argparse.ArgumentParser:
 
     bench = sub.add_parser("bench", help="benchmarks (speed is measured here, not in tests)")
     bench_sub = bench.add_subparsers(dest="bench", required=True)
-    for name, helptext in (("asr", "streaming ASR on a corpus"), ("turns", "response latency per mode")):
+    for name, helptext in (("asr", "streaming ASR on a corpus"), ("turns", "response latency per mode"),
+                           ("signals", "end-of-turn signals: CPU per call, complete vs cut separation")):
         b = bench_sub.add_parser(name, help=helptext)
         b.add_argument("--corpus", required=True, help="folder with WAVs and manifest.json")
         b.add_argument("--out", default="bench-out", help="folder for the JSON summary")
@@ -474,7 +475,10 @@ def _parser() -> argparse.ArgumentParser:
             b.add_argument("--api-key")
             b.add_argument("--model")
             b.add_argument("--profile", default="relay", help="test server profile (relay, instant, local)")
-            b.add_argument("--modes", default="naive,seed,ours")
+            b.add_argument("--modes", default="naive,seed,rules,ours",
+                           help="naive, seed, rules (the text-rules endpointer), ours")
+            b.add_argument("--candidate-track", default="off", metavar="off,reply,echo,overlap",
+                           help="the candidate's side of the call, one run per variant")
             b.add_argument("--local", action="store_true", help="against the embedded local LLM")
     sub.add_parser("self-test", help="check the installed app works (--json, --only NAME[,NAME])")
     sub.add_parser("doctor", help="check audio, ASR and the LLM endpoint, and say what to fix (--help)",

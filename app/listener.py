@@ -19,7 +19,9 @@ every later partial and final carries the whole question.
 The candidate's listener may hold an :class:`~app.audio.echo.EchoGate`: with speakers
 instead of headphones its microphone hears the interviewer again.  Echo is judged on a
 whole utterance (the per-frame verdict is noisy at the edges), so such a listener shows
-the candidate's lines when they end, and drops an utterance that was mostly echo.
+the candidate's lines when they end, and drops an utterance that was mostly echo; with
+no partials to show it decodes only at pauses, leaving the shared worker to the
+interviewer.
 """
 
 from __future__ import annotations
@@ -54,7 +56,7 @@ from app.events import (
 )
 from app.turns.endpointer import Decision, Discard, Endpoint, Endpointer, Speculate
 from app.turns.signals import SignalRequest, SignalResult, SignalWorker, TurnSignals
-from app.vad.detector import VoiceDetector
+from app.vad.detector import VadStep, VoiceDetector
 
 AUDIO_ERROR = "audio"
 _KEPT_TURN_STARTS = 8
@@ -125,7 +127,7 @@ class Listener:
             decoder, settings.asr, clock, on_partial=self._on_partial, on_final=self._on_final,
             on_error=bus.emit, on_language=self._on_language, on_no_words=self._on_no_words,
             hangover_s=settings.vad.hangover_ms / 1000, reuse_final=options.reuse_final,
-            speaker=options.speaker, worker=worker)
+            periodic=echo is None, speaker=options.speaker, worker=worker)
         self._meter = LevelMeter(clock, speaker=options.speaker)
         scored = options.asks and turns.policy == "signals" and turn_signals is not None
         self._signals = SignalWorker(turn_signals, self._on_signals, self._on_signals_ready) \
@@ -218,18 +220,26 @@ class Listener:
                 self._recognizer.add(frame, step.voiced)
                 if step.voiced:
                     self._endpointer.voiced(frame.end)
-                if step.paused:
-                    self._recognizer.pause()
-                    events.append(VadEvent(t=self._clock.now(), speech=False))
-                elif step.resumed:
-                    events.append(VadEvent(t=self._clock.now(), speech=True))
-                decisions = self._endpointer.tick(frame.end)
-                if not decisions and self._recognizer.duration() >= self._settings.asr.max_utterance_s:
-                    decisions = self._endpointer.force(frame.end)
-                events += self._apply(decisions)
+                if step.paused and self._echoed(self._turn, frame.t):
+                    events += self._apply([Discard(self._turn)])  # the interviewer, heard again
+                else:
+                    events += self._advance(frame, step)
         self._emit(events)
         if step.onset and self._on_speech is not None:
             self._on_speech(step.onset[0].t)
+
+    def _advance(self, frame: AudioFrame, step: VadStep) -> list[Event]:
+        """A frame inside the turn: pauses, the end-of-turn tick, the forced endpoint."""
+        events: list[Event] = []
+        if step.paused:
+            self._recognizer.pause()
+            events.append(VadEvent(t=self._clock.now(), speech=False))
+        elif step.resumed:
+            events.append(VadEvent(t=self._clock.now(), speech=True))
+        decisions = self._endpointer.tick(frame.end)
+        if not decisions and self._recognizer.duration() >= self._settings.asr.max_utterance_s:
+            decisions = self._endpointer.force(frame.end)
+        return events + self._apply(decisions)
 
     def _speech_started(self, onset: list[AudioFrame]) -> list[Event]:
         """A new voiced run: a new turn, or the continuation of the one just ended."""
@@ -336,14 +346,17 @@ class Listener:
 
     def _emit(self, events: list[Event]) -> None:
         for event in events:
-            if isinstance(event, FinalEvent) and self._echoed(event):
+            if isinstance(event, FinalEvent) and self._echoed(event.turn, event.audio_end):
                 continue
             if self._options.asks or isinstance(event, PartialEvent | FinalEvent):
                 self._bus.emit(event)
 
-    def _echoed(self, final: FinalEvent) -> bool:
-        """Was this utterance mostly the interviewer heard through the speakers?"""
+    def _echoed(self, turn: int, until: float) -> bool:
+        """Was this utterance (so far) mostly the interviewer heard through the speakers?
+
+        Asked at each pause, so an echo is dropped before it is decoded and the candidate's
+        own words after it start an utterance of their own, and again of the final."""
         if self._echo is None:
             return False
-        began = self._began.get(final.turn, final.audio_end)
-        return self._echo.echo_share(began, final.audio_end) >= UTTERANCE_ECHO_SHARE
+        began = self._began.get(turn, until)
+        return self._echo.echo_share(began, until) >= UTTERANCE_ECHO_SHARE

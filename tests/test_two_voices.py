@@ -107,8 +107,8 @@ def test_the_interviewer_heard_through_speakers_is_not_you(
     10 dB quieter and 40 ms late (laptop speakers), plus the candidate's own answer: no
     "You" line repeats the question, the answer is still the candidate's.
 
-    The answer starts 1 s after the question: an answer sooner than the candidate's
-    endpoint silence (0.8 s) is one utterance with the echo before it, judged as a whole."""
+    The answer starts 1 s after the question: the gate judges half-second windows, so the
+    first ~0.5 s after an echo still holds the echo's contour (a known limit)."""
     interviewer, candidate, _ = _tracks(tmp_path, gap_s=1.0)
     theirs, mine = read_wav(interviewer).astype(np.float64), read_wav(candidate).astype(np.float64)
     delay = int(0.040 * 16_000)

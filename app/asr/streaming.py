@@ -82,8 +82,10 @@ class StreamingRecognizer:
                  on_partial: PartialHandler, on_final: FinalHandler, on_error: ErrorHandler,
                  on_language: LanguageHandler | None = None,
                  on_no_words: NoWordsHandler | None = None,
-                 hangover_s: float = 0.09, reuse_final: bool = True,
+                 hangover_s: float = 0.09, reuse_final: bool = True, periodic: bool = True,
                  speaker: Speaker = "interviewer", worker: DecodeWorker | None = None) -> None:
+        """``periodic`` False decodes only at pauses (and for the final): for a speaker whose
+        partials are not shown, so the shared worker stays free for the other one."""
         self._decoder = decoder
         self._cfg = config
         self._clock = clock
@@ -97,7 +99,7 @@ class StreamingRecognizer:
         self._reuse_final = reuse_final
         self._speaker: Speaker = speaker
         self.priority = 0 if speaker == "interviewer" else 1
-        self._interval = config.partial_interval_ms / 1000
+        self._interval = config.partial_interval_ms / 1000 if periodic else float("inf")
         self._stabilizer = LocalAgreement()
         self._worker = worker or DecodeWorker()
         self._cond = self._worker.cond

@@ -12,7 +12,14 @@ Modes, measured back to back on the same clips:
 - ``seed``: the user's four fixes — one warm pooled client, tokens shown unbuffered,
   speculation with the ``ratio ≥ 0.92`` reuse rule — but fixed-silence endpointing and a
   second decode for the final;
+- ``rules``: the product with the text-rules endpointer of before the end-of-turn
+  signals (``turns.policy = "rules"``), so the signals' gain is a ratio too;
 - ``ours``: the product defaults.
+
+``--candidate-track`` adds the candidate's side of the call (see :mod:`devtools.bench.candidate`)
+and reports, beside the latency, the interviewer's partial cadence, requests written for
+the candidate's words (must be 0), echo lines shown as "You" (must be 0) and how late the
+candidate's own line comes.
 
 Response latency = t(first shown token of the answer left on screen) − the end of the
 whole question.  An answer left on screen is *stale* when it was written for less than
@@ -25,32 +32,44 @@ is counted from the moment the interviewer's speech resumed.
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import subprocess
 import sys
+import tempfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from app.answer.engine import Strategy
 from app.asr.decoder import WhisperDecoder, load_decoder
 from app.config import Settings
-from app.events import Event, EventBus
+from app.events import Event, EventBus, FinalEvent, PartialEvent, RequestEvent, SpeculateEvent
 from app.listener import ListenerOptions
 from app.llm.endpoint import LlmEndpoint
 from app.percentile import median, p95
 from app.session import Session
 from app.text import question_key, tags_of, words
 from app.timeline import Timeline, TurnStages
+from devtools.bench import candidate
 from devtools.bench.corpus import Clip, load_corpus, ms
 
-MODES: dict[str, tuple[Strategy, ListenerOptions]] = {
-    "naive": (Strategy(speculation=False, warm_client=False),
-              ListenerOptions(reuse_final=False, question_shortcut=False)),
-    "seed": (Strategy(speculation=True, reuse_rule="fuzzy_unguarded"),
-             ListenerOptions(reuse_final=False, question_shortcut=False)),
-    "ours": (Strategy(), ListenerOptions()),
+
+@dataclass(frozen=True)
+class Mode:
+    strategy: Strategy = Strategy()
+    options: ListenerOptions = ListenerOptions()
+    policy: Literal["signals", "rules"] = "signals"
+
+
+MODES: dict[str, Mode] = {
+    "naive": Mode(Strategy(speculation=False, warm_client=False),
+                  ListenerOptions(reuse_final=False, question_shortcut=False)),
+    "seed": Mode(Strategy(speculation=True, reuse_rule="fuzzy_unguarded"),
+                 ListenerOptions(reuse_final=False, question_shortcut=False)),
+    "rules": Mode(policy="rules"),
+    "ours": Mode(),
 }
 
 
@@ -85,16 +104,35 @@ class TurnResult:
     request_to_first_token: float | None = None
     first_token_to_shown: float | None = None
     """first token arrived → shown (held until the turn was confirmed)"""
+    # both sides of the call (--candidate)
+    cadence: list[float] = field(default_factory=list)
+    """Seconds between the interviewer's consecutive partials of the question."""
+    candidate_answered: int = 0
+    """Guesses and requests written for the candidate's words."""
+    echo_lines: int = 0
+    """The candidate's lines that repeat the question (the interviewer heard again)."""
+    candidate_lines: int = 0
+    candidate_lag: float | None = None
+    """The candidate's speech end → their line's final."""
 
 
 def run(settings: Settings, args: argparse.Namespace) -> dict[str, Any]:
     clips = load_corpus(args.corpus, args.limit)
     decoder = load_decoder(settings.asr)
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]
-    with _endpoint(args) as endpoint:
+    variants = [v.strip() for v in getattr(args, "candidate_track", "off").split(",") if v.strip()]
+    unknown = [v for v in variants if v not in candidate.VARIANTS]
+    if unknown:
+        raise SystemExit(f"--candidate-track: unknown {unknown}; choose from {', '.join(candidate.VARIANTS)}")
+    results: dict[str, list[TurnResult]] = {}
+    with _endpoint(args) as endpoint, tempfile.TemporaryDirectory() as tracks:
         print(f"endpoint: {endpoint.base_url} ({endpoint.model})", flush=True)
-        results = {mode: [_replay(settings, decoder, endpoint, clip, mode) for clip in clips]
-                   for mode in modes}
+        for variant in variants:
+            theirs = [candidate.build(clip, variant, i, Path(tracks)) for i, clip in enumerate(clips)]
+            for mode in modes:
+                name = mode if variant == "off" else f"{mode}+{variant}"
+                results[name] = [_replay(settings, decoder, endpoint, clip, mode, track, name)
+                                 for clip, track in zip(clips, theirs, strict=True)]
     summary: dict[str, Any] = {mode: _summarise(rs) for mode, rs in results.items()}
     summary["ratios"] = _ratios(summary)
     _print(results, summary)
@@ -111,7 +149,7 @@ def _ratios(summary: dict[str, Any]) -> dict[str, float]:
     """Baseline median / ours median, for response latency: how many times faster we are."""
     ours = summary.get("ours", {}).get("response_latency_median_s")
     ratios: dict[str, float] = {}
-    for base in ("naive", "seed"):
+    for base in ("naive", "seed", "rules"):
         theirs = summary.get(base, {}).get("response_latency_median_s")
         if ours and theirs:
             ratios[f"{base}/ours"] = round(theirs / ours, 2)
@@ -157,27 +195,54 @@ class _endpoint:
 
 
 def _replay(settings: Settings, decoder: WhisperDecoder, endpoint: LlmEndpoint, clip: Clip,
-            mode: str) -> TurnResult:
-    strategy, options = MODES[mode]
+            mode: str, track: candidate.Track | None, name: str) -> TurnResult:
+    spec = MODES[mode]
     events: list[Event] = []
     bus = EventBus()
     bus.subscribe(events.append)
     mode_settings = settings.model_copy(deep=True)
-    mode_settings.answer.low_latency = strategy.speculation
-    session = Session(mode_settings, audio_file=clip.path, llm=endpoint, strategy=strategy,
-                      listener_options=options, bus=bus, decoder=decoder)
+    mode_settings.answer.low_latency = spec.strategy.speculation
+    mode_settings.turns.policy = spec.policy
+    session = Session(mode_settings, audio_file=clip.path, llm=endpoint, strategy=spec.strategy,
+                      listener_options=spec.options, bus=bus, decoder=decoder,
+                      candidate_file=track.path if track else None)
     try:
         session.run_file()
     finally:
         session.shutdown()
-    result = _score(events, clip, mode)
-    print(f"{mode:<6} {clip.path.name:<10} {ms(result.response_latency):>8}  "
+    result = _score(events, clip, name)
+    if track is not None:
+        _score_candidate(result, events, clip, track)
+    print(f"{name:<14} {clip.path.name:<10} {ms(result.response_latency):>8}  "
           f"req {result.requests}  {result.final}", flush=True)
     return result
 
 
+def _score_candidate(result: TurnResult, events: list[Event], clip: Clip, track: candidate.Track) -> None:
+    """Both sides: requests about the candidate's words, echo lines, the candidate's lag."""
+    theirs = [f for f in events if isinstance(f, FinalEvent) and f.speaker == "candidate"]
+    mine = {f.turn for f in theirs}
+    result.candidate_answered = sum(1 for e in events if isinstance(e, RequestEvent | SpeculateEvent)
+                                    and e.turn in mine)
+    asked = set(words(clip.text))
+    for final in theirs:
+        said = words(final.text)
+        if len(said) >= 2 and sum(w in asked for w in said) / len(said) >= 0.6:
+            result.echo_lines += 1  # mostly the question's words: the interviewer, heard again
+            continue
+        result.candidate_lines += 1
+        if result.candidate_lag is None:
+            result.candidate_lag = final.t - track.end_s
+
+
+def _cadence(events: list[Event]) -> list[float]:
+    """Gaps between the interviewer's consecutive partials of one turn."""
+    partials = [e for e in events if isinstance(e, PartialEvent) and e.speaker == "interviewer"]
+    return [b.t - a.t for a, b in itertools.pairwise(partials) if a.turn == b.turn]
+
+
 def _score(events: list[Event], clip: Clip, mode: str) -> TurnResult:
-    result = TurnResult(clip=clip.path.name, mode=mode)
+    result = TurnResult(clip=clip.path.name, mode=mode, cadence=_cadence(events))
     timeline = Timeline()
     for event in events:
         timeline.feed(event)
@@ -255,19 +320,29 @@ def _summarise(results: list[TurnResult]) -> dict[str, Any]:
         "withdraw_delay_median_s": median(delays),
         "withdraw_delay_p95_s": p95(delays),
         "split_turns": sum(len({t for t in r.turns}) > 1 for r in results),
+        "partial_cadence_median_s": median([c for r in results for c in r.cadence]),
+        "candidate_answered": sum(r.candidate_answered for r in results),
+        "echo_lines": sum(r.echo_lines for r in results),
+        "candidate_lines": sum(r.candidate_lines for r in results),
+        "candidate_lag_median_s": median([r.candidate_lag for r in results if r.candidate_lag is not None]),
     }
 
 
 def _print(results: dict[str, list[TurnResult]], summary: dict[str, Any]) -> None:
-    print(f"\n{'mode':<6} {'resp med':>9} {'resp p95':>9} {'fin→tok med':>11} {'fin→tok p95':>11} "
+    print(f"\n{'mode':<14} {'resp med':>9} {'resp p95':>9} {'fin→tok med':>11} {'fin→tok p95':>11} "
           f"{'hit':>6} {'req/turn':>8} {'wasted':>7} {'stale':>5} {'withdrawn':>9} "
           f"{'wd med':>7} {'wd p95':>7}")
     for mode in results:
         s = summary[mode]
-        print(f"{mode:<6} {ms(s['response_latency_median_s']):>9} {ms(s['response_latency_p95_s']):>9} "
+        print(f"{mode:<14} {ms(s['response_latency_median_s']):>9} {ms(s['response_latency_p95_s']):>9} "
               f"{ms(s['final_to_first_token_median_s']):>11} {ms(s['final_to_first_token_p95_s']):>11} "
               f"{s['speculation_hit_rate']!s:>6} {s['requests_per_turn']!s:>8} {s['wasted_tokens']!s:>7} "
               f"{s['stale_answers_left']!s:>5} {s['withdrawn_answers']!s:>9} "
               f"{ms(s['withdraw_delay_median_s']):>7} {ms(s['withdraw_delay_p95_s']):>7}")
+    print(f"\n{'mode':<14} {'cadence':>8} {'you lines':>9} {'you lag':>8} {'answered':>8} {'echo':>5}")
+    for mode in results:
+        s = summary[mode]
+        print(f"{mode:<14} {ms(s['partial_cadence_median_s']):>8} {s['candidate_lines']!s:>9} "
+              f"{ms(s['candidate_lag_median_s']):>8} {s['candidate_answered']!s:>8} {s['echo_lines']!s:>5}")
     for name, ratio in summary["ratios"].items():
         print(f"response latency median, {name}: {ratio}x")
