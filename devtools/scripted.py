@@ -101,8 +101,9 @@ class ScriptedController:
 
 def interview_script(turn: int = 1) -> list[Step]:
     """A realistic turn: speech with growing partials, a speculative request that hits,
-    an endpoint, a bullet-point answer streamed token by token, then the interviewer's
-    follow-up still being spoken (a live partial with its unstable tail)."""
+    an endpoint, a bullet-point answer streamed token by token, the candidate's reply (a
+    "You" line from their microphone), then the interviewer's follow-up still being spoken
+    (a live partial with its unstable tail)."""
     question = "Can you tell me about a time you had to debug a production outage under pressure?"
     words = question.split()
     steps: list[Step] = [(0.05, lambda t: VadEvent(t=t, speech=True))]
@@ -149,11 +150,17 @@ def interview_script(turn: int = 1) -> list[Step]:
             prompt_tokens=1260, completion_tokens=112, wasted_prompt_tokens=0,
             wasted_completion_tokens=0, cost=0.000218, wasted_cost=0.0)),
     ]
+    said = "Sure. Last year our checkout API went down during a Black Friday sale."
+    steps += [  # the candidate answers (their microphone): a "You" line, never a question
+        (0.3, lambda t: LevelEvent(t=t, dbfs=-20.0, speaker="candidate")),
+        (0.9, lambda t: FinalEvent(t=t, turn=turn + 1, text=said, audio_end=t, speaker="candidate")),
+        (0.0, lambda t: LevelEvent(t=t, dbfs=-60.0, speaker="candidate")),
+    ]
     follow_up = "And how did you make sure it would not happen again"
     words = follow_up.split()
     steps.append((0.6, lambda t: VadEvent(t=t, speech=True)))
     for i in range(2, len(words) + 1, 2):
-        steps.append((0.15, _partial(turn + 1, " ".join(words[:i]),
+        steps.append((0.15, _partial(turn + 2, " ".join(words[:i]),
                                      " ".join(words[: max(0, i - 4)]))))
         steps.append((0.0, lambda t: LevelEvent(t=t, dbfs=-16.0)))
     return steps

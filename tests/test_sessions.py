@@ -193,7 +193,8 @@ def test_words_before_any_question_open_the_export(tmp_path: Path) -> None:
               FinalEvent(t=3.0, turn=2, text="Tell me about yourself.", audio_end=3.0)]
     path.write_text("".join(to_json(e) + "\n" for e in events), encoding="utf-8")
     md = export_markdown(path)
-    assert md.index("**You:** Hello, can you hear me?") < md.index("## Q1") < md.index("> Tell me about yourself.")
+    you, q1 = md.index("**You:** Hello, can you hear me?"), md.index("## Q1")
+    assert you < q1 < md.index("> Tell me about yourself.")
 
 
 def test_markdown_export(tmp_path: Path) -> None:

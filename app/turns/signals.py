@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -45,9 +44,6 @@ class SignalResult:
     audio_end: float
     words_logp: float | None
     sound_p: float | None
-    words_ms: float = 0.0
-    """CPU time of the words call (0 on a cache hit or when not scored)."""
-    sound_ms: float = 0.0
 
 
 class TurnSignals:
@@ -86,24 +82,19 @@ class TurnSignals:
         return cls(words, sound, status)
 
     def score(self, request: SignalRequest) -> SignalResult:
+        """Both signals for one request (their CPU cost is measured by ``bench signals``)."""
         words_logp = sound_p = None
-        words_ms = sound_ms = 0.0
         if self.words is not None and request.text.strip():
-            t0 = time.thread_time()
             try:
                 words_logp = self.words.log_p_end(request.text)
             except Exception:  # one failed call must not stop the turn: the rules decide it
                 log.exception("words model call failed")
-            words_ms = (time.thread_time() - t0) * 1000
         if self.sound is not None and request.audio is not None and len(request.audio):
-            t0 = time.thread_time()
             try:
                 sound_p = self.sound.p_end(request.audio)
             except Exception:
                 log.exception("Smart Turn call failed")
-            sound_ms = (time.thread_time() - t0) * 1000
-        return SignalResult(request.turn, request.text, request.audio_end, words_logp, sound_p,
-                            words_ms, sound_ms)
+        return SignalResult(request.turn, request.text, request.audio_end, words_logp, sound_p)
 
 
 class SignalWorker:

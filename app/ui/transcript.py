@@ -11,7 +11,7 @@ from __future__ import annotations
 from os.path import commonprefix  # works on any sequences, not only paths
 
 from PySide6.QtCore import Qt
-from PySide6.QtGui import QColor, QTextBlockFormat, QTextCharFormat, QTextCursor
+from PySide6.QtGui import QColor, QFont, QTextBlockFormat, QTextCharFormat, QTextCursor
 from PySide6.QtWidgets import QTextEdit, QWidget
 
 from app.events import Speaker
@@ -68,24 +68,29 @@ class TranscriptView(QTextEdit):
             cursor.movePosition(QTextCursor.MoveOperation.End)
             fmt = QTextBlockFormat()
             fmt.setBottomMargin(4)
-            fmt.setTopMargin(12 if self._new_group and self._blocks else 0)
+            asks = key[0] == "interviewer"  # your reply stays with the question it answers
+            fmt.setTopMargin(12 if asks and self._new_group and self._blocks else 0)
             if self._blocks:
                 cursor.insertBlock(fmt)
             else:
                 cursor.setBlockFormat(fmt)
-            self._new_group = False
+            self._new_group = self._new_group and not asks
             self._blocks[key] = cursor.blockNumber()
-        if key[0] == "candidate":
-            runs = [("You: ", False), *runs]
+        yours = key[0] == "candidate"
         block = doc.findBlockByNumber(self._blocks[key])
         cursor = QTextCursor(block)
         cursor.movePosition(QTextCursor.MoveOperation.EndOfBlock, QTextCursor.MoveMode.KeepAnchor)
         cursor.beginEditBlock()
         cursor.removeSelectedText()
+        if yours:  # your own words: labelled and set apart from the questions
+            label = QTextCharFormat()
+            label.setFontWeight(QFont.Weight.Bold)
+            cursor.insertText("You: ", label)
         for text, faint in runs:
             if not text:
                 continue
             chars = QTextCharFormat()
+            chars.setFontItalic(yours)
             if faint:
                 chars.setForeground(self._faint)
             cursor.insertText(text, chars)
