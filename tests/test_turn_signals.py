@@ -97,7 +97,7 @@ def test_the_worker_scores_off_the_callers_thread_and_keeps_only_the_newest() ->
         worker.stop()
     assert threads == {"turn-signals"}
     assert len(results) < len(QUESTIONS)  # requests that waited were replaced by newer ones
-    assert results[-1].words_logp is not None and results[-1].words_ms >= 0
+    assert results[-1].words_logp is not None
 
 
 def test_a_missing_signal_leaves_the_rules_and_says_so() -> None:
