@@ -251,7 +251,9 @@ class Listener:
         # The onset is reported once min_speech of voiced frames were heard: speech began then.
         began = speech_start - self._settings.vad.min_speech_ms / 1000
         pause = max(0.0, began - closed.voiced_end) if closed else 0.0
-        answered = closed is not None and self._other_spoke_at >= closed.voiced_end
+        # The candidate answered if they began in the pause; what they "begin" after this
+        # speech did is its echo on their microphone, not an answer.
+        answered = closed is not None and closed.voiced_end <= self._other_spoke_at < began
         if closed is not None and pause <= self._continuation_s and not answered:
             self._turn = closed.turn
             self._recognizer.resume(closed.turn, list(self._recent))

@@ -62,10 +62,8 @@ def _tracks(tmp: Path, gap_s: float = 0.4) -> tuple[Path, Path, float]:
     return tmp / "interviewer.wav", tmp / "candidate.wav", (said_end + gap_after - q1_end) / rate
 
 
-def test_only_the_interviewer_is_answered_and_the_candidate_is_context(
-        decoder: WhisperDecoder, server: FakeServer, tmp_path: Path) -> None:
-    interviewer, candidate, q1_to_q2 = _tracks(tmp_path)
-    assert q1_to_q2 < Settings().turns.continuation_window_ms / 1000  # the premise
+def _replay(session: Session) -> list[Event]:
+    """Every event of a whole replay (emitted from several threads)."""
     events: list[Event] = []
     lock = threading.Lock()
 
@@ -73,13 +71,20 @@ def test_only_the_interviewer_is_answered_and_the_candidate_is_context(
         with lock:
             events.append(event)
 
-    session = Session(Settings(), audio_file=interviewer, candidate_file=candidate, decoder=decoder,
-                      llm=LlmEndpoint(server.start(), "k", "gpt-4o-mini", local=False))
     session.bus.subscribe(record)
     try:
         session.run_file()
     finally:
         session.shutdown()
+    return events
+
+
+def test_only_the_interviewer_is_answered_and_the_candidate_is_context(
+        decoder: WhisperDecoder, server: FakeServer, tmp_path: Path) -> None:
+    interviewer, candidate, q1_to_q2 = _tracks(tmp_path)
+    assert q1_to_q2 < Settings().turns.continuation_window_ms / 1000  # the premise
+    events = _replay(Session(Settings(), audio_file=interviewer, candidate_file=candidate, decoder=decoder,
+                             llm=LlmEndpoint(server.start(), "k", "gpt-4o-mini", local=False)))
     finals = [e for e in events if isinstance(e, FinalEvent)]
     theirs = [f for f in finals if f.speaker == "interviewer"]
     mine = [f for f in finals if f.speaker == "candidate"]
@@ -116,20 +121,8 @@ def test_the_interviewer_heard_through_speakers_is_not_you(
     echo[delay:] = theirs[:-delay] * 10 ** (-10 / 20)
     call = np.stack([theirs, np.clip(mine + echo, -32768, 32767)], axis=1).astype(np.int16)
     write_wav(tmp_path / "call.wav", call)
-    events: list[Event] = []
-    lock = threading.Lock()
-
-    def record(event: Event) -> None:
-        with lock:
-            events.append(event)
-
-    session = Session(Settings(), audio_file=tmp_path / "call.wav", channels=(0, 1), decoder=decoder,
-                      llm=LlmEndpoint(server.start(), "k", "gpt-4o-mini", local=False))
-    session.bus.subscribe(record)
-    try:
-        session.run_file()
-    finally:
-        session.shutdown()
+    events = _replay(Session(Settings(), audio_file=tmp_path / "call.wav", channels=(0, 1), decoder=decoder,
+                             llm=LlmEndpoint(server.start(), "k", "gpt-4o-mini", local=False)))
     finals = [e for e in events if isinstance(e, FinalEvent)]
     mine_said = [f.text.lower() for f in finals if f.speaker == "candidate"]
     theirs_said = [f.text.lower() for f in finals if f.speaker == "interviewer"]
