@@ -166,6 +166,9 @@ def test_the_interviewers_own_pauses_stretch_the_unsure_wait() -> None:
 def test_while_the_words_are_being_scored_the_guess_waits_for_them() -> None:
     pending = decide(CFG, TextCues(), Evidence(words_pending=True))
     assert (pending.endpoint_ms, pending.speculate_ms) == (800, 250)
+    # a text that sounds finished by itself does not wait for the model to guess
+    asked = decide(CFG, TextCues(question=True), Evidence(words_pending=True))
+    assert (asked.endpoint_ms, asked.speculate_ms) == (800, CFG.speculate_min_pause_ms)
     ep = started()
     ep.expect_words(True)
     speak_until(ep, 2.0)

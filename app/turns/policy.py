@@ -19,9 +19,11 @@ wait.
 The request should be on the wire before the endpoint fires: the guess goes out at the
 first current partial once the pause is a pause (``speculate_min_pause_ms``), except
 when more words are expected (incomplete, thinking): then ``speculate_lead_ms`` before
-the endpoint.  While the words model is still scoring the text, the guess waits for its
-verdict or ``speculate_silence_ms``, whichever comes first: pauses of 150-250 ms inside
-a question are common, and a guess on "why are you" is a request thrown away.
+the endpoint.  While the words model is still scoring a text that does not itself sound
+finished (no "?", tag or question word), the guess waits for its verdict or
+``speculate_silence_ms``, whichever comes first: pauses of 150-250 ms inside a question
+are common, and a guess on "why are you" is a request thrown away; a guess on "why are
+you interested in this role?" is worth its ~100 ms head start.
 """
 
 from __future__ import annotations
@@ -87,7 +89,8 @@ def decide(cfg: TurnConfig, cues: TextCues, evidence: Evidence,
     if evidence.words_logp is None and sound is None:
         rules = (_wait(cfg, "complete", cfg.endpoint_question_silence_ms, None) if cues.question_streak >= 2
                  else _wait(cfg, "uncertain", cfg.endpoint_silence_ms, None))
-        if evidence.words_pending:  # a guess on words the model may call unfinished is a wasted request
+        if evidence.words_pending and not (cues.question or cues.tag):
+            # words that do not sound finished may be called unfinished: a wasted request
             return replace(rules, speculate_ms=min(rules.endpoint_ms,
                                                    max(rules.speculate_ms, cfg.speculate_silence_ms)))
         return rules
