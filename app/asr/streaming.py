@@ -167,7 +167,7 @@ class StreamingRecognizer:
         reuses that pass)."""
         with self._cond:
             utt = self._current
-            if utt and utt.last_voiced_end > utt.decoded_end:
+            if utt and utt.decoded_end < self._heard_until(utt) - 1e-6:  # no pass heard it all yet
                 utt.pause_pass_due = True
                 if utt.end >= self._heard_until(utt) - 1e-6:
                     utt.pause_pass_due = False
