@@ -89,8 +89,10 @@ def _replay(settings: Settings, decoder: WhisperDecoder, clip: Clip) -> ClipResu
                         decode_seconds=decode, wall_seconds=time.monotonic() - wall,
                         cpu_seconds=time.process_time() - cpu, dropped_frames=dropped, passes=passes)
     finals = [e for e in events if isinstance(e, FinalEvent)]
-    result.final = " ".join(f.text for f in finals)
-    result.finals = len(finals)
+    # a question that went on after a pause is one turn whose later final holds it all
+    last_of_turn = {f.turn: f.text for f in finals}
+    result.final = " ".join(last_of_turn.values())
+    result.finals = len(last_of_turn)
     if finals:
         result.final_latency = finals[-1].t - clip.speech_end_s
     partials = [e for e in events if isinstance(e, PartialEvent)]
