@@ -129,7 +129,7 @@ class Listener:
             hangover_s=settings.vad.hangover_ms / 1000, reuse_final=options.reuse_final,
             periodic=echo is None, speaker=options.speaker, worker=worker)
         self._meter = LevelMeter(clock, speaker=options.speaker)
-        scored = options.asks and turns.policy == "signals" and turn_signals is not None
+        scored = options.asks and turns.policy == "signals"
         self._signals = SignalWorker(turn_signals, self._on_signals, self._on_signals_ready) \
             if scored and turn_signals is not None else None
         self._scoring = self._signals is not None
@@ -221,7 +221,7 @@ class Listener:
                 if step.voiced:
                     self._endpointer.voiced(frame.end)
                 if step.paused and self._echoed(self._turn, frame.t):
-                    events += self._apply([Discard(self._turn)])  # the interviewer, heard again
+                    events += self._apply(self._endpointer.discard())  # the interviewer, heard again
                 else:
                     events += self._advance(frame, step)
         self._emit(events)

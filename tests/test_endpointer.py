@@ -173,6 +173,14 @@ def test_speech_whose_decode_is_late_is_not_discarded() -> None:
     assert any(isinstance(d, Endpoint) for d in decisions)
 
 
+def test_a_discarded_turn_is_not_ended_by_a_late_partial() -> None:
+    ep = started()
+    speak_until(ep, 1.0)
+    assert ep.discard() == [Discard(1)]
+    assert ep.partial(1, "Why are you interested in this role?", "", 1.09, 3.0) == []
+    assert ep.discard() == [] and ep.tick(5.0) == []
+
+
 def test_force_ends_the_turn_with_what_was_heard() -> None:
     ep = started()
     speak_until(ep, 1.0)

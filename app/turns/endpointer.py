@@ -152,7 +152,7 @@ class Endpointer:
         return self._decide(now)
 
     def wait(self) -> Wait | None:
-        """The policy's current verdict for the open turn (for status and tracing)."""
+        """The policy's current verdict for the open turn (what the decisions follow)."""
         return self._wait(self._turn) if self._turn else None
 
     def tick(self, now: float) -> list[Decision]:
@@ -166,6 +166,13 @@ class Endpointer:
             return []
         self._turn = None
         return [Endpoint(turn.id, "forced", max(0.0, now - turn.last_voiced_end))]
+
+    def discard(self) -> list[Decision]:
+        """The open turn was no speech of this speaker's (an echo): forget it, so a pass
+        still decoding it cannot end it later."""
+        turn = self._turn
+        self._turn = None
+        return [Discard(turn.id)] if turn else []
 
     # --- rules -----------------------------------------------------------------
 
