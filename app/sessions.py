@@ -201,7 +201,7 @@ def exchanges(events: Iterable[Event] | Timeline) -> list[Exchange]:
     for both voices, in the order speech began); words before the first question make an
     exchange with no question.
     """
-    timeline = events if isinstance(events, Timeline) else _timeline(events)
+    timeline = events if isinstance(events, Timeline) else Timeline.of(events)
     out: list[Exchange] = []
     for stages in timeline.stages():
         asked = [f.text.strip() for f in stages.finals]
@@ -219,17 +219,10 @@ def exchanges(events: Iterable[Event] | Timeline) -> list[Exchange]:
     return [opening, *out] if opening.said else out
 
 
-def _timeline(events: Iterable[Event]) -> Timeline:
-    timeline = Timeline()
-    for event in events:
-        timeline.feed(event)
-    return timeline
-
-
 def export_markdown(path: Path) -> str:
     """The session as a Markdown transcript: each question, its answer(s) and timings."""
     session = load_session(path)
-    timeline = _timeline(session.events)
+    timeline = Timeline.of(session.events)
     title = _started(path, path.stat().st_mtime).strftime("%Y-%m-%d %H:%M")
     lines = [f"# Interview Copilot session — {title}", ""]
     if session.skipped:

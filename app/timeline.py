@@ -22,6 +22,7 @@ a saved log.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -351,6 +352,14 @@ class Timeline:
     _endpoint_utterance: int | None = None
     _latency: dict[int, TurnLatency] = field(default_factory=dict)
     _per_turn: dict[int, tuple[int, int, float, float, bool]] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, events: Iterable[Event]) -> Timeline:
+        """The timeline of a whole recorded session (a log read back, a benchmark run)."""
+        timeline = cls()
+        for event in events:
+            timeline.feed(event)
+        return timeline
 
     # --- reading --------------------------------------------------------------------------
 

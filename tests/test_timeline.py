@@ -77,15 +77,8 @@ def continued_question() -> list[Event]:
     ]
 
 
-def fed(events: list[Event]) -> Timeline:
-    timeline = Timeline()
-    for event in events:
-        timeline.feed(event)
-    return timeline
-
-
 def test_stages_of_a_turn_that_went_on_after_a_pause() -> None:
-    timeline = fed(continued_question())
+    timeline = Timeline.of(continued_question())
     one = timeline.stages(1)[0]
     assert one.speech_start == 0.5  # the onset, bound to the turn's first words
     assert [e.t for e in one.endpoints] == [2.0, 3.9] and one.endpoint is one.endpoints[-1]
@@ -103,7 +96,7 @@ def test_stages_of_a_turn_that_went_on_after_a_pause() -> None:
 
 def test_which_answers_stand_retracted_restored_and_cut() -> None:
     events = continued_question()
-    timeline = fed(events)
+    timeline = Timeline.of(events)
     shown = {a.request: a for a in timeline.answers()}
     assert shown[1].retracted == "continued" and shown[1].text == "With fixtures."
     assert not shown[2].regenerated  # the first answer was already taken back
@@ -122,7 +115,7 @@ def test_which_answers_stand_retracted_restored_and_cut() -> None:
 
 
 def test_milestones_and_totals_for_the_status_bar() -> None:
-    timeline = fed(continued_question())
+    timeline = Timeline.of(continued_question())
     first = timeline.turn(1)
     assert first is not None and first.origin == "silence"
     # counted from the first pause's silence (1.6): the speculative request left at +210
@@ -136,7 +129,7 @@ def test_milestones_and_totals_for_the_status_bar() -> None:
 
 
 def test_a_final_after_the_first_token_fills_in_its_milestone() -> None:
-    timeline = fed([
+    timeline = Timeline.of([
         VadEvent(t=1.0, speech=False),
         EndpointEvent(t=1.5, turn=1, reason="silence", silence=0.5),
         RequestEvent(t=1.5, turn=1, request=1, kind="final", text="q"),

@@ -24,7 +24,8 @@ from pathlib import Path
 
 import numpy as np
 
-from devtools.bench.corpus import Clip
+from app.audio.frames import SAMPLE_RATE
+from devtools.bench.corpus import Clip, read_audio
 
 VARIANTS = ("off", "reply", "echo", "overlap")
 REPLIES = (
@@ -36,7 +37,6 @@ REPLIES = (
     "Right, I remember that project well.",
 )
 VOICE = "en-us+f3"
-RATE = 16_000
 REPLY_AFTER_S = 0.6
 OVERLAP_AFTER_S = 0.5
 ECHO_DB = -10.0
@@ -57,19 +57,19 @@ def build(clip: Clip, variant: str, index: int, folder: Path) -> Track | None:
     if variant == "off":
         return None
     reply = REPLIES[index % len(REPLIES)]
-    theirs = _read(clip.path)
+    theirs = read_audio(clip.path).astype(np.float64)
     said = _speak(reply)
     overlap = variant == "overlap"
     start = clip.speech_start_s + OVERLAP_AFTER_S if overlap else clip.speech_end_s + REPLY_AFTER_S
-    at = round(start * RATE)
+    at = round(start * SAMPLE_RATE)
     track = np.zeros(max(len(theirs), at + len(said)), dtype=np.float64)
     track[at:at + len(said)] += said
     if variant == "echo":
-        delay = round(ECHO_DELAY_S * RATE)
+        delay = round(ECHO_DELAY_S * SAMPLE_RATE)
         track[delay:delay + len(theirs)] += theirs[: len(track) - delay] * 10 ** (ECHO_DB / 20)
     path = folder / f"{clip.path.stem}-{variant}.wav"
     _write(path, track)
-    return Track(path, reply, start, start + len(said) / RATE)
+    return Track(path, reply, start, start + len(said) / SAMPLE_RATE)
 
 
 def _speak(text: str) -> np.ndarray:
@@ -77,22 +77,15 @@ def _speak(text: str) -> np.ndarray:
     with tempfile.TemporaryDirectory() as tmp:
         raw, out = Path(tmp) / "raw.wav", Path(tmp) / "out.wav"
         subprocess.run(["espeak-ng", "-v", VOICE, "-s", "175", "-w", str(raw), text], check=True)
-        subprocess.run(["sox", str(raw), "-r", str(RATE), "-c", "1", "-b", "16", str(out),
+        subprocess.run(["sox", str(raw), "-r", str(SAMPLE_RATE), "-c", "1", "-b", "16", str(out),
                         "silence", "1", "0.02", "1%", "reverse", "silence", "1", "0.02", "1%", "reverse"],
                        check=True)
-        return _read(out)
-
-
-def _read(path: Path) -> np.ndarray:
-    with wave.open(str(path), "rb") as w:
-        if w.getframerate() != RATE or w.getnchannels() != 1 or w.getsampwidth() != 2:
-            raise ValueError(f"{path}: expected 16 kHz mono 16-bit")
-        return np.frombuffer(w.readframes(w.getnframes()), dtype=np.int16).astype(np.float64)
+        return read_audio(out).astype(np.float64)
 
 
 def _write(path: Path, samples: np.ndarray) -> None:
     with wave.open(str(path), "wb") as w:
         w.setnchannels(1)
         w.setsampwidth(2)
-        w.setframerate(RATE)
+        w.setframerate(SAMPLE_RATE)
         w.writeframes(np.clip(samples, -32768, 32767).astype(np.int16).tobytes())

@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import json
+import wave
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
+import numpy.typing as npt
 from rapidfuzz.distance import Levenshtein
 
+from app.audio.frames import SAMPLE_RATE
 from app.text import has_cjk, words
 
 
@@ -32,6 +36,14 @@ def load_corpus(folder: str | Path, limit: int | None = None) -> list[Clip]:
                   tuple((float(a), float(b)) for a, b in e.get("pauses", ())))
              for e in entries]
     return clips[:limit] if limit else clips
+
+
+def read_audio(path: Path) -> npt.NDArray[np.int16]:
+    """A clip's samples: the corpora are 16 kHz mono 16-bit WAV."""
+    with wave.open(str(path), "rb") as wav:
+        if (wav.getframerate(), wav.getnchannels(), wav.getsampwidth()) != (SAMPLE_RATE, 1, 2):
+            raise ValueError(f"{path}: the corpus is 16 kHz mono 16-bit WAV")
+        return np.frombuffer(wav.readframes(wav.getnframes()), dtype="<i2").astype(np.int16)
 
 
 def wer(references: list[str], hypotheses: list[str]) -> float:

@@ -28,20 +28,18 @@ import argparse
 import json
 import math
 import time
-import wave
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TypeVar
 
 import numpy as np
-import numpy.typing as npt
 
 from app.audio.frames import SAMPLE_RATE
 from app.config import Settings, TurnConfig
 from app.percentile import median, p95
 from app.text import segments
 from app.turns.signals import TurnSignals
-from devtools.bench.corpus import Clip, error_unit, load_corpus
+from devtools.bench.corpus import Clip, error_unit, load_corpus, read_audio
 
 CUT_SHARE = 0.55
 TAIL_S = 0.2
@@ -96,13 +94,6 @@ def cut_end_s(clip: Clip) -> float:
         start, length = clip.pauses[0]
         return start + min(TAIL_S, length)
     return clip.speech_start_s + CUT_SHARE * (clip.speech_end_s - clip.speech_start_s) + TAIL_S
-
-
-def read_audio(path: Path) -> npt.NDArray[np.int16]:
-    with wave.open(str(path), "rb") as wav:
-        if (wav.getframerate(), wav.getnchannels(), wav.getsampwidth()) != (SAMPLE_RATE, 1, 2):
-            raise ValueError(f"{path}: the corpus is 16 kHz mono 16-bit WAV")
-        return np.frombuffer(wav.readframes(wav.getnframes()), dtype="<i2").astype(np.int16)
 
 
 def _timed(fn: Callable[[T], float], warm_up: T, inputs: Sequence[T]) -> tuple[list[float], list[float]]:

@@ -243,9 +243,7 @@ def _cadence(events: list[Event]) -> list[float]:
 
 def _score(events: list[Event], clip: Clip, mode: str) -> TurnResult:
     result = TurnResult(clip=clip.path.name, mode=mode, cadence=_cadence(events))
-    timeline = Timeline()
-    for event in events:
-        timeline.feed(event)
+    timeline = Timeline.of(events)
     asked = [s for s in timeline.stages() if s.finals]
     result.finals = sum(len(s.finals) for s in asked)
     result.turns = [s.number for s in asked]
