@@ -5,7 +5,8 @@ streaming ASR → endpointer → answer engine) against an OpenAI-compatible end
 by default our test server in a separate process with the "relay" profile (230 ms
 connection set-up, 50 ms queue, 200 ms to the first token, 50 tokens/s).
 
-Modes, measured back to back on the same clips:
+Modes, measured on the same clips, every mode in turn on each clip (so a machine that
+slows down for a while slows every mode alike):
 
 - ``naive``: a new client per request, no pre-warm, no speculation, the final decoded
   again after a fixed 800 ms silence;
@@ -129,10 +130,13 @@ def run(settings: Settings, args: argparse.Namespace) -> dict[str, Any]:
         print(f"endpoint: {endpoint.base_url} ({endpoint.model})", flush=True)
         for variant in variants:
             theirs = [candidate.build(clip, variant, i, Path(tracks)) for i, clip in enumerate(clips)]
-            for mode in modes:
-                name = mode if variant == "off" else f"{mode}+{variant}"
-                results[name] = [_replay(settings, decoder, endpoint, clip, mode, track, name)
-                                 for clip, track in zip(clips, theirs, strict=True)]
+            names = {mode: mode if variant == "off" else f"{mode}+{variant}" for mode in modes}
+            # Clip by clip, every mode in turn: a machine that slows down for a minute
+            # slows all modes alike, so the ratios compare like with like.
+            for clip, track in zip(clips, theirs, strict=True):
+                for mode, name in names.items():
+                    results.setdefault(name, []).append(
+                        _replay(settings, decoder, endpoint, clip, mode, track, name))
     summary: dict[str, Any] = {mode: _summarise(rs) for mode, rs in results.items()}
     summary["ratios"] = _ratios(summary)
     _print(results, summary)
