@@ -115,6 +115,10 @@ class TurnResult:
     candidate_lines: int = 0
     candidate_lag: float | None = None
     """The candidate's speech end → their line's final."""
+    passes: int = 0
+    decode_seconds: float = 0.0
+    """The interviewer's recognition passes and their wall time: how fast the machine was
+    while this clip played (the response latency moves with it)."""
 
 
 def run(settings: Settings, args: argparse.Namespace) -> dict[str, Any]:
@@ -212,9 +216,12 @@ def _replay(settings: Settings, decoder: WhisperDecoder, endpoint: LlmEndpoint, 
                       candidate_file=track.path if track else None)
     try:
         session.run_file()
+        listener = session.listener
+        passes, decoding = (listener.passes, listener.decode_seconds) if listener else (0, 0.0)
     finally:
         session.shutdown()
     result = _score(events, clip, name)
+    result.passes, result.decode_seconds = passes, decoding
     if track is not None:
         _score_candidate(result, events, clip, track)
     print(f"{name:<14} {clip.path.name:<10} {ms(result.response_latency):>8}  "
@@ -306,6 +313,7 @@ def _summarise(results: list[TurnResult]) -> dict[str, Any]:
     from_final = [r.final_to_first_token for r in results if r.final_to_first_token is not None]
     decided = sum(r.hits + r.misses for r in results)
     delays = [d for r in results for d in r.withdraw_delays]
+    passes = sum(r.passes for r in results)
     return {
         "turns": len(results),
         "answered": len(latencies),
@@ -323,6 +331,7 @@ def _summarise(results: list[TurnResult]) -> dict[str, Any]:
         "withdraw_delay_p95_s": p95(delays),
         "split_turns": sum(len({t for t in r.turns}) > 1 for r in results),
         "partial_cadence_median_s": median([c for r in results for c in r.cadence]),
+        "asr_pass_mean_s": sum(r.decode_seconds for r in results) / passes if passes else None,
         "candidate_answered": sum(r.candidate_answered for r in results),
         "echo_lines": sum(r.echo_lines for r in results),
         "candidate_lines": sum(r.candidate_lines for r in results),
@@ -341,10 +350,12 @@ def _print(results: dict[str, list[TurnResult]], summary: dict[str, Any]) -> Non
               f"{s['speculation_hit_rate']!s:>6} {s['requests_per_turn']!s:>8} {s['wasted_tokens']!s:>7} "
               f"{s['stale_answers_left']!s:>5} {s['withdrawn_answers']!s:>9} "
               f"{ms(s['withdraw_delay_median_s']):>7} {ms(s['withdraw_delay_p95_s']):>7}")
-    print(f"\n{'mode':<14} {'cadence':>8} {'you lines':>9} {'you lag':>8} {'answered':>8} {'echo':>5}")
+    print(f"\n{'mode':<14} {'cadence':>8} {'ASR pass':>8} {'you lines':>9} {'you lag':>8} "
+          f"{'answered':>8} {'echo':>5}")
     for mode in results:
         s = summary[mode]
-        print(f"{mode:<14} {ms(s['partial_cadence_median_s']):>8} {s['candidate_lines']!s:>9} "
+        print(f"{mode:<14} {ms(s['partial_cadence_median_s']):>8} {ms(s['asr_pass_mean_s']):>8} "
+              f"{s['candidate_lines']!s:>9} "
               f"{ms(s['candidate_lag_median_s']):>8} {s['candidate_answered']!s:>8} {s['echo_lines']!s:>5}")
     for name, ratio in summary["ratios"].items():
         print(f"response latency median, {name}: {ratio}x")
