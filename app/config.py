@@ -44,6 +44,10 @@ class VadConfig(_Section):
     """Trailing unvoiced audio still sent to ASR with an utterance (softens cut-offs)."""
     min_speech_ms: int = Field(default=150, ge=30, le=5000)
     """Shorter voiced bursts (clicks, coughs) never start an utterance."""
+    onset_window_ms: int = Field(default=300, ge=30, le=5000)
+    """...counted within this window: twice ``min_speech_ms``, so a first word cut by a
+    stop consonant ("wha-t was…": 120 ms of voice, a 90 ms closure) starts speech when the
+    next syllable begins instead of a syllable later, while one click still does not."""
     quiet_gate_db: float = Field(default=35.0, ge=0.0, le=90.0)
     """Within speech, a frame this far below the utterance's loudest is silence even if
     webrtcvad still calls it voiced (its decision trails the end of speech by ~120 ms);

@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 
 import numpy as np
+import webrtcvad
 
 from app.audio.frames import FRAME_SAMPLES, SAMPLE_RATE, AudioFrame
 from app.config import VadConfig
@@ -102,3 +103,39 @@ def test_end_requested_from_another_thread_applies_on_the_next_frame() -> None:
     detector.process(frames[i])
     step = detector.process(frames[i + 1])
     assert not detector.in_speech or step.onset  # a new onset may follow: speech goes on
+
+
+def voiced_runs(samples: np.ndarray) -> list[tuple[int, int]]:
+    """(first frame, length) of each run of frames webrtcvad alone calls voiced."""
+    vad = webrtcvad.Vad(VadConfig().aggressiveness)
+    flags = [vad.is_speech(f.samples.tobytes(), SAMPLE_RATE) for f in frames_of(samples)]
+    runs: list[tuple[int, int]] = []
+    for i, flag in enumerate(flags):
+        if flag and (i == 0 or not flags[i - 1]):
+            runs.append((i, 1))
+        elif flag:
+            runs[-1] = (runs[-1][0], runs[-1][1] + 1)
+    return runs
+
+
+def test_a_first_word_cut_by_a_stop_consonant_starts_speech_at_the_next_syllable() -> None:
+    """120 ms of voice, a 90 ms closure, then the next word: speech has begun when that word
+    does (what a resumed question is noticed by), not a syllable later; the same 120 ms
+    alone is no speech."""
+    speech = read_wav(trimmed(synth("Describe the last project you were proud of.", lead_s=0.2)))
+    start, length = max(voiced_runs(speech), key=lambda run: run[1])
+    assert length >= 12
+    syllable = speech[start * FRAME_SAMPLES:(start + 4) * FRAME_SAMPLES]
+    word = speech[(start + 4) * FRAME_SAMPLES:(start + 12) * FRAME_SAMPLES]
+    quiet = np.zeros(FRAME_SAMPLES * 10, dtype=np.int16)
+    closure = np.zeros(FRAME_SAMPLES * 3, dtype=np.int16)
+
+    frames = frames_of(np.concatenate([quiet, syllable, closure, word]))
+
+    def onset_frame(config: VadConfig) -> int:
+        detector = VoiceDetector(config)
+        return next(i for i, frame in enumerate(frames) if detector.process(frame).onset)
+
+    assert onset_frame(VadConfig()) == 10 + 4 + 3  # the next word's first frame
+    assert onset_frame(VadConfig(onset_window_ms=210)) > 10 + 4 + 3  # a 7-frame window: later
+    assert run(VoiceDetector(VadConfig()), np.concatenate([quiet, syllable, quiet]))[0] == []

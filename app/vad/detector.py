@@ -1,7 +1,7 @@
 """webrtcvad over 30 ms frames, smoothed into speech onsets and pauses.
 
 A single voiced frame (a click) must not start an utterance, and the first syllable must
-not be cut: onsets need ``min_speech_ms`` of voiced frames within a short window, and
+not be cut: onsets need ``min_speech_ms`` of voiced frames within ``onset_window_ms``, and
 the frames just before the onset (``pre_roll_ms``) are handed over with it.  The first
 unvoiced frame after speech is reported at once (``paused``): that is the moment the
 streaming recogniser starts its catch-up pass, long before any endpoint timer.
@@ -49,9 +49,10 @@ class VoiceDetector:
     def __init__(self, config: VadConfig) -> None:
         self._vad = webrtcvad.Vad(config.aggressiveness)
         self._onset_frames = max(1, config.min_speech_ms // FRAME_MS)
+        self._onset_window = max(self._onset_frames, config.onset_window_ms // FRAME_MS)
         self._pre_roll = config.pre_roll_ms // FRAME_MS
         self._window: collections.deque[tuple[AudioFrame, bool]] = collections.deque(
-            maxlen=self._pre_roll + self._onset_frames + 2)
+            maxlen=self._pre_roll + self._onset_window)
         self._in_speech = False
         self._last_voiced = False
         self._gate = config.quiet_gate_db
@@ -98,7 +99,7 @@ class VoiceDetector:
                 step.paused = self._last_voiced
         else:
             self._window.append((frame, voiced))
-            recent = list(self._window)[-(self._onset_frames + 2):]
+            recent = list(self._window)[-self._onset_window:]
             if voiced and sum(v for _, v in recent) >= self._onset_frames:
                 step.onset = self._onset_frames_with_pre_roll()
                 self._in_speech = True
