@@ -61,12 +61,20 @@ def test_a_data_folder_that_is_a_file(tmp_path: Path) -> None:
     assert out.returncode == 2 and "cannot save the session" in out.stderr and "Traceback" not in out.stderr
 
 
+def _ctrl_c_as_in_a_terminal() -> None:
+    """In the child before it starts: Ctrl+C's default action.  A test run started in the
+    background of a shell inherits SIGINT *ignored*, and Python then installs no
+    KeyboardInterrupt at all: the app would never see the interrupt this test sends."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def test_two_runs_never_share_an_events_file(tmp_path: Path) -> None:
     target = tmp_path / "events.jsonl"
     clip = synth("Why are you interested in this role?", tail_s=8.0)
     first = subprocess.Popen([sys.executable, "-m", "app", "listen", "--headless", "--audio", str(clip),
                               "--events", str(target), *DEAD], env=env_for(tmp_path),
-                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                             preexec_fn=_ctrl_c_as_in_a_terminal)
     try:
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline and (not target.exists() or target.stat().st_size == 0):
@@ -84,7 +92,7 @@ def test_interrupted_runs_exit_with_their_code_and_save_the_session(sig: int, co
     clip = synth("Why are you interested in this role?", tail_s=20.0)
     child = subprocess.Popen([sys.executable, "-m", "app", "listen", "--headless", "--audio", str(clip),
                               *DEAD], env=env_for(tmp_path), stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, text=True)
+                             stderr=subprocess.PIPE, text=True, preexec_fn=_ctrl_c_as_in_a_terminal)
     assert child.stdout is not None
     for line in child.stdout:  # the question is on screen: now interrupt
         if line.startswith("Q: "):
