@@ -68,6 +68,9 @@ class Profile:
     answer_tokens: int = 20
     idle_timeout: float | None = None
     """Close keep-alive connections idle this long (like nginx/uvicorn); None = never."""
+    keep_alive: bool = True
+    """False: answer every request with ``Connection: close`` and close the socket (a
+    proxy or relay with keep-alive off, e.g. nginx ``keepalive_timeout 0``)."""
     reject_params: tuple[str, ...] = ()
     """Request-body keys answered with 400 (servers that don't know stream_options…)."""
     reject_style: Literal["param", "message", "detail", "opaque"] = "param"
@@ -481,7 +484,7 @@ class FakeServer:
         conn.requests += 1
         if conn.requests == 1 and self.profile.connect_delay > 0:
             await asyncio.sleep(self.profile.connect_delay)
-        keep_alive = headers.get("connection", "").lower() != "close"
+        keep_alive = self.profile.keep_alive and headers.get("connection", "").lower() != "close"
         if self.profile.hang:
             return await self._hang(conn, record)
 

@@ -176,8 +176,8 @@ def test_credentials_in_the_base_url_are_never_printed() -> None:
 
 
 def test_closed_connections_are_reported() -> None:
-    """A server that drops idle keep-alive connections at once: every request reconnects."""
-    with FakeServer(Profile(ttft=0.01, tokens_per_s=0, answer_tokens=4, idle_timeout=0.001),
+    """A server with keep-alive off: every request reconnects."""
+    with FakeServer(Profile(ttft=0.01, tokens_per_s=0, answer_tokens=4, keep_alive=False),
                     api_key=KEY) as s:
         result = asyncio.run(check_request_timing(Target(s.base_url, KEY, MODEL), DoctorOptions()))
     assert result.status == "warn"

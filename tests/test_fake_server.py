@@ -259,6 +259,18 @@ def test_idle_timeout_closes_keepalive_connections() -> None:
         assert 0.15 < time.monotonic() - start < 1.5
 
 
+def test_keep_alive_off_closes_every_connection() -> None:
+    with (
+        FakeServer(Profile(keep_alive=False), api_key=KEY) as srv,
+        httpx2.Client(base_url=srv.base_url) as http,
+    ):
+        for _ in range(2):
+            reply = http.post("/chat/completions", headers={"Authorization": f"Bearer {KEY}"},
+                              json=CHAT)
+            assert reply.status_code == 200 and reply.headers["connection"] == "close"
+        assert srv.connections_accepted == 2
+
+
 def test_profile_latency_is_applied() -> None:
     profile = Profile(connect_delay=0.1, queue_delay=0.05, ttft=0.1, tokens_per_s=100, answer_tokens=6)
     with FakeServer(profile, api_key=KEY) as srv, httpx2.Client(base_url=srv.base_url) as http:
