@@ -188,7 +188,7 @@ def check_input_level(device: str | None, seconds: float = 2.0, *, loopback: boo
 
 
 def check_asr(model_name: str = "bundled", language: str = "en", *, compute_type: str = "int8",
-              cpu_threads: int = 2, audio: Path = DEMO_AUDIO) -> CheckResult:
+              cpu_threads: int | None = None, audio: Path = DEMO_AUDIO) -> CheckResult:
     """Model load time and one decode: a slow CPU shows up here as captions that lag."""
     import wave
 

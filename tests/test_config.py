@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from app.asr.model import pass_threads
 from app.config import Settings, load_settings, save_settings
 
 TYPED = [
@@ -39,3 +40,15 @@ def test_a_bad_value_falls_back_with_its_line(tmp_path: Path) -> None:
     assert settings.vad.aggressiveness == Settings().vad.aggressiveness
     assert settings.llm.model == "gpt-4o"
     assert [(p.key, p.line) for p in problems] == [("vad.aggressiveness", 2)]
+
+
+def test_recognition_threads_leave_a_core_and_stay_unset_in_the_file(tmp_path: Path) -> None:
+    """Unset, a pass takes every core but one (at most 4); the saved file keeps it unset, so
+    settings carried to another machine use that machine's cores."""
+    assert [pass_threads(n) for n in (1, 2, 3, 4, 8, 32)] == [1, 1, 2, 3, 4, 4]
+    path = save_settings(Settings(), tmp_path / "settings.toml")
+    assert "cpu_threads" not in path.read_text(encoding="utf-8")
+    assert load_settings(path)[0].asr.cpu_threads is None
+    pinned = Settings()
+    pinned.asr.cpu_threads = 2
+    assert load_settings(save_settings(pinned, tmp_path / "pinned.toml"))[0].asr.cpu_threads == 2
