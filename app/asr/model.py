@@ -50,8 +50,8 @@ def resolve_model(name: str, language: str = "en") -> tuple[str, bool]:
 
 
 def pass_threads(cores: int | None = None) -> int:
-    """Threads for one recognition pass when the settings leave it open: every core but one
-    (at most 4, where CTranslate2 stops gaining on Whisper tiny and base).
+    """Threads for one recognition pass when the settings leave it open: every core but one,
+    at most 4 (CTranslate2's own default; more was not measured).
 
     A pass never runs alone: the audio thread, the VAD, the end-of-turn model, the answer's
     HTTP stream and the window run beside it, and a pass that takes every core waits for
