@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 import time
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import ctranslate2
@@ -46,6 +47,10 @@ AUTO_LANGUAGES = ("en", "zh")
 """What "auto" chooses between: the languages the app has prompts and end words for.
 Restricting the choice keeps a short Mandarin clip from being called Cantonese or
 Japanese, Whisper's usual confusions."""
+
+
+class Superseded(Exception):
+    """A pass given up after its encoder: newer audio made its words moot."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,8 +102,13 @@ class WhisperDecoder:
         return self._multilingual
 
     def decode(self, audio: npt.NDArray[np.int16] | npt.NDArray[np.float32],
-               previous_text: str | None = None, *, language: str | None = None) -> Hypothesis:
-        """One greedy pass; ``language`` overrides the decoder's (e.g. the session's choice)."""
+               previous_text: str | None = None, *, language: str | None = None,
+               wanted: Callable[[], bool] | None = None) -> Hypothesis:
+        """One greedy pass; ``language`` overrides the decoder's (e.g. the session's choice).
+
+        ``wanted`` is asked once the encoder has run, about half-way through the pass:
+        False raises :class:`Superseded` instead of generating words nobody will read.
+        """
         started = time.perf_counter()
         samples = audio.astype(np.float32) / 32768.0 if audio.dtype == np.int16 else audio
         samples = samples[: FULL_FRAMES * HOP]
@@ -108,6 +118,8 @@ class WhisperDecoder:
         features = self._model.feature_extractor(padded, padding=0)[:, :frames]
         encoded = self._model.model.encode(
             ctranslate2.StorageView.from_array(np.ascontiguousarray(features[None])), to_cpu=False)
+        if wanted is not None and not wanted():
+            raise Superseded
         language = language or self.language
         probability = 1.0
         if language == AUTO:

@@ -4,7 +4,11 @@ The audio thread only appends frames and says when a pass is worth running; the 
 snapshots the utterance *when it starts* a pass, so passes never queue behind each
 other: if decoding falls behind, the next pass simply covers more audio.  A pause in
 speech asks for a pass at once (that pass usually becomes the final, reused without a
-second decode), and a final request jumps ahead of any partial.
+second decode), and a final request jumps ahead of any partial.  A partial pass still
+running when such a pass starts waiting, over audio that ends before the speaker fell
+silent, is given up after its encoder: its words would be stale before they were shown,
+and the pass that heard everything (the guess, then the final) starts up to half a pass
+sooner.
 
 With the decoder's language "auto", every pass detects the language until one settles
 it for the session: a pass over at least ``LOCK_MIN_AUDIO_S`` of audio whose text passed
@@ -21,7 +25,7 @@ from functools import partial
 
 import numpy as np
 
-from app.asr.decoder import AUTO, Hypothesis, WhisperDecoder
+from app.asr.decoder import AUTO, Hypothesis, Superseded, WhisperDecoder
 from app.asr.guards import cut_repetition, is_hallucination
 from app.asr.stabilizer import LocalAgreement
 from app.asr.worker import DecodeWorker, Job
@@ -107,6 +111,8 @@ class StreamingRecognizer:
         self._last: _Utterance | None = None
         """The utterance finalized last: a continuation reopens it."""
         self._pass_wanted = False
+        self._pause_pass_wanted = False
+        """The pass wanted is one that hears the pause (see :meth:`_still_wanted`)."""
         self._last_pass_request_end = 0.0
         self._finals: list[_FinalJob] = []
         self._busy = False
@@ -159,7 +165,7 @@ class StreamingRecognizer:
                     self._want_pass(frame.end)
             elif utt.pause_pass_due and utt.end >= self._heard_until(utt) - 1e-6:
                 utt.pause_pass_due = False
-                self._want_pass(utt.end)
+                self._want_pass(utt.end, pause=True)
 
     def pause(self) -> None:
         """The speaker just went quiet: decode everything heard so far as soon as the
@@ -171,7 +177,7 @@ class StreamingRecognizer:
                 utt.pause_pass_due = True
                 if utt.end >= self._heard_until(utt) - 1e-6:
                     utt.pause_pass_due = False
-                    self._want_pass(utt.end)
+                    self._want_pass(utt.end, pause=True)
 
     def _heard_until(self, utt: _Utterance) -> float:
         """Where a pass over this utterance ends: the last voiced frame plus the hangover."""
@@ -189,7 +195,7 @@ class StreamingRecognizer:
                 return None
             self._current = None
             self._last = utt
-            self._pass_wanted = False
+            self._pass_wanted = self._pause_pass_wanted = False
             utt.finalizing = True
             until = min(utt.end, self._heard_until(utt))
             if self._reuse_final and utt.text and utt.decoded_end >= until - 1e-6:
@@ -232,7 +238,7 @@ class StreamingRecognizer:
         with self._cond:
             if self._current is not None and self._current.number == utterance:
                 self._current = None
-                self._pass_wanted = False
+                self._pass_wanted = self._pause_pass_wanted = False
 
     def duration(self) -> float:
         with self._cond:
@@ -243,9 +249,10 @@ class StreamingRecognizer:
         self._current.chunks.append(frame.samples)
         self._current.samples += len(frame.samples)
 
-    def _want_pass(self, at: float) -> None:
+    def _want_pass(self, at: float, *, pause: bool = False) -> None:
         self._last_pass_request_end = at
         self._pass_wanted = True
+        self._pause_pass_wanted |= pause
         self._worker.wake()
 
     # --- on the worker ---------------------------------------------------------------
@@ -255,7 +262,7 @@ class StreamingRecognizer:
         if self._busy or not (self._finals or self._pass_wanted):
             return None
         final = self._finals.pop(0) if self._finals else None
-        self._pass_wanted = False
+        self._pass_wanted = self._pause_pass_wanted = False
         if final is not None:
             job: Job = partial(self._run_final, final)
         elif self._current is not None:
@@ -277,8 +284,8 @@ class StreamingRecognizer:
         except Exception as exc:  # a failed pass must not kill the worker
             self._on_error(ErrorEvent(t=self._clock.now(), stage="asr", message=f"decoding failed: {exc}"))
 
-    def _decode(self, audio: Samples) -> tuple[str, Hypothesis]:
-        hyp: Hypothesis = self._decoder.decode(audio, language=self._language)
+    def _decode(self, audio: Samples, wanted: Callable[[], bool] | None = None) -> tuple[str, Hypothesis]:
+        hyp: Hypothesis = self._decoder.decode(audio, language=self._language, wanted=wanted)
         self.passes += 1
         self.decode_seconds += hyp.seconds
         if is_hallucination(hyp, no_speech_threshold=self._cfg.no_speech_threshold,
@@ -300,8 +307,20 @@ class StreamingRecognizer:
         if self._on_language is not None:
             self._on_language(event)
 
+    def _still_wanted(self, utt: _Utterance, until: float) -> bool:
+        """Is a partial pass over ``utt`` up to ``until`` still worth finishing?  Not once
+        the speaker fell silent after ``until`` and a pass over all of it (the pause pass or
+        the final) waits behind this one: while they talk on, every partial is a caption."""
+        with self._cond:
+            heard_all = until >= utt.last_voiced_end - 1e-6
+            waiting = self._pause_pass_wanted or any(job.utterance is utt for job in self._finals)
+            return heard_all or not waiting
+
     def _run_partial(self, utt: _Utterance, until: float, audio: Samples) -> None:
-        text, hyp = self._decode(audio)
+        try:
+            text, hyp = self._decode(audio, wanted=partial(self._still_wanted, utt, until))
+        except Superseded:
+            return
         if not text:
             if self._on_no_words is not None and until >= utt.last_voiced_end - 1e-6:
                 self._on_no_words(utt.number, until)

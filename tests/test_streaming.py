@@ -1,0 +1,112 @@
+"""The streaming recogniser on the real tiny.en model: a partial pass made stale by a pause
+is given up after its encoder, while the speaker talks on every partial is a caption."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pytest
+
+from app.asr.decoder import Hypothesis, Superseded, WhisperDecoder
+from app.asr.streaming import StreamingRecognizer
+from app.audio.frames import FRAME_SAMPLES, SAMPLE_RATE, AudioFrame
+from app.clock import SessionClock
+from app.config import AsrConfig
+from app.events import ErrorEvent, FinalEvent, PartialEvent
+from tests.speech import read_wav, synth
+
+QUESTION = "Why are you interested in this role and what do you know about our team?"
+
+
+def test_a_pass_nobody_wants_stops_after_its_encoder(decoder: WhisperDecoder) -> None:
+    audio = read_wav(synth("Why are you interested in this role?"))
+    asked: list[bool] = []
+
+    def unwanted() -> bool:
+        asked.append(False)
+        return False
+
+    with pytest.raises(Superseded):
+        decoder.decode(audio, wanted=unwanted)
+    assert asked == [False]  # asked once, after the encoder
+    assert "interested" in decoder.decode(audio, wanted=lambda: True).text.lower()
+
+
+class _HeldDecoder:
+    """The real decoder; its first pass waits, as if still encoding, until the test lets it
+    go, and every pass records what ``wanted`` answered."""
+
+    def __init__(self, real: WhisperDecoder) -> None:
+        self._real = real
+        self.language = real.language
+        self.entered = threading.Event()
+        self.release = threading.Event()
+        self.answers: list[bool] = []
+
+    def decode(self, audio: Any, previous_text: str | None = None, *, language: str | None = None,
+               wanted: Callable[[], bool] | None = None) -> Hypothesis:
+        if not self.entered.is_set():
+            self.entered.set()
+            assert self.release.wait(10)
+        if wanted is not None:
+            self.answers.append(wanted())
+        return self._real.decode(audio, language=language, wanted=wanted)
+
+
+def _frames(samples: np.ndarray) -> list[AudioFrame]:
+    n = len(samples) // FRAME_SAMPLES
+    return [AudioFrame(i * FRAME_SAMPLES / SAMPLE_RATE, samples[i * FRAME_SAMPLES:(i + 1) * FRAME_SAMPLES])
+            for i in range(n)]
+
+
+def _run(decoder: WhisperDecoder, speaker_pauses: bool) -> tuple[_HeldDecoder, list[PartialEvent]]:
+    """Hold the first partial pass (1.2 s of the question), then either go on talking or
+    fall silent past the hangover; let the pass go and collect the partials."""
+    held = _HeldDecoder(decoder)
+    partials: list[PartialEvent] = []
+    errors: list[ErrorEvent] = []
+    finals: list[FinalEvent] = []
+    rec = StreamingRecognizer(held, AsrConfig(), SessionClock(),  # type: ignore[arg-type]
+                              on_partial=partials.append, on_final=finals.append, on_error=errors.append)
+    rec.start()
+    speech = read_wav(synth(QUESTION, lead_s=0.0, tail_s=0.1))
+    frames = _frames(speech)
+    silence = _frames(np.zeros(FRAME_SAMPLES * 6, dtype=np.int16))
+    try:
+        cut = 40
+        rec.begin(1, frames[:cut])
+        rec.add(frames[cut], voiced=True)  # the first periodic pass: wanted, taken and held
+        assert held.entered.wait(10)
+        for frame in frames[cut + 1:]:
+            rec.add(frame, voiced=True)  # they talk on: more passes are wanted meanwhile
+        if speaker_pauses:
+            rec.pause()
+            end = frames[-1].end
+            for i, frame in enumerate(silence):  # the hangover's audio: the pause pass is due
+                rec.add(AudioFrame(end + i * FRAME_SAMPLES / SAMPLE_RATE, frame.samples), voiced=False)
+        held.release.set()
+        deadline = time.monotonic() + 20
+        while (len(held.answers) < 2 or not rec.idle()) and time.monotonic() < deadline:
+            time.sleep(0.02)
+    finally:
+        held.release.set()
+        rec.stop()
+    assert not errors
+    return held, partials
+
+
+def test_a_partial_made_stale_by_a_pause_gives_way_to_the_pass_that_heard_it_all(
+        decoder: WhisperDecoder) -> None:
+    held, partials = _run(decoder, speaker_pauses=True)
+    assert held.answers[:2] == [False, True]  # the held pass gave up, the pause pass ran
+    assert len(partials) == 1 and "team" in partials[0].text.lower()
+
+
+def test_while_the_speaker_talks_on_every_partial_is_finished(decoder: WhisperDecoder) -> None:
+    held, partials = _run(decoder, speaker_pauses=False)
+    assert held.answers[:2] == [True, True]
+    assert partials[0].audio_end < 1.5 and len(partials) >= 2
