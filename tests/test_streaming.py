@@ -13,7 +13,8 @@ import pytest
 
 from app.asr.decoder import Hypothesis, Superseded, WhisperDecoder
 from app.asr.streaming import StreamingRecognizer
-from app.audio.frames import FRAME_SAMPLES, SAMPLE_RATE, AudioFrame
+from app.audio.frames import FRAME_SAMPLES
+from app.audio.resample import frames_of
 from app.clock import SessionClock
 from app.config import AsrConfig
 from app.events import ErrorEvent, FinalEvent, PartialEvent
@@ -57,12 +58,6 @@ class _HeldDecoder:
         return self._real.decode(audio, language=language, wanted=wanted)
 
 
-def _frames(samples: np.ndarray) -> list[AudioFrame]:
-    n = len(samples) // FRAME_SAMPLES
-    return [AudioFrame(i * FRAME_SAMPLES / SAMPLE_RATE, samples[i * FRAME_SAMPLES:(i + 1) * FRAME_SAMPLES])
-            for i in range(n)]
-
-
 def _run(decoder: WhisperDecoder, speaker_pauses: bool) -> tuple[_HeldDecoder, list[PartialEvent]]:
     """Hold the first partial pass (1.2 s of the question), then either go on talking or
     fall silent past the hangover; let the pass go and collect the partials."""
@@ -74,20 +69,19 @@ def _run(decoder: WhisperDecoder, speaker_pauses: bool) -> tuple[_HeldDecoder, l
                               on_partial=partials.append, on_final=finals.append, on_error=errors.append)
     rec.start()
     speech = read_wav(synth(QUESTION, lead_s=0.0, tail_s=0.1))
-    frames = _frames(speech)
-    silence = _frames(np.zeros(FRAME_SAMPLES * 6, dtype=np.int16))
+    voiced = -(-len(speech) // FRAME_SAMPLES)  # the question's frames, then 6 of silence
+    frames = frames_of([speech, np.zeros(FRAME_SAMPLES * 6, dtype=np.int16)])
     try:
         cut = 40
         rec.begin(1, frames[:cut])
         rec.add(frames[cut], voiced=True)  # the first periodic pass: wanted, taken and held
         assert held.entered.wait(10)
-        for frame in frames[cut + 1:]:
+        for frame in frames[cut + 1:voiced]:
             rec.add(frame, voiced=True)  # they talk on: more passes are wanted meanwhile
         if speaker_pauses:
             rec.pause()
-            end = frames[-1].end
-            for i, frame in enumerate(silence):  # the hangover's audio: the pause pass is due
-                rec.add(AudioFrame(end + i * FRAME_SAMPLES / SAMPLE_RATE, frame.samples), voiced=False)
+            for frame in frames[voiced:]:  # the hangover's audio: the pause pass is due
+                rec.add(frame, voiced=False)
         held.release.set()
         deadline = time.monotonic() + 20
         while (len(held.answers) < 2 or not rec.idle()) and time.monotonic() < deadline:

@@ -67,6 +67,10 @@ class _Utterance:
     def end(self) -> float:
         return self.start + self.samples / SAMPLE_RATE
 
+    def voice_heard_by(self, until: float) -> bool:
+        """Does a pass over the audio up to ``until`` hear every voiced frame so far?"""
+        return until >= self.last_voiced_end - 1e-6
+
     def audio(self, until: float) -> Samples:
         data = np.concatenate(self.chunks) if self.chunks else np.zeros(0, dtype=np.int16)
         return data[: max(0, round((until - self.start) * SAMPLE_RATE))]
@@ -312,9 +316,8 @@ class StreamingRecognizer:
         the speaker fell silent after ``until`` and a pass over all of it (the pause pass or
         the final) waits behind this one: while they talk on, every partial is a caption."""
         with self._cond:
-            heard_all = until >= utt.last_voiced_end - 1e-6
             waiting = self._pause_pass_wanted or any(job.utterance is utt for job in self._finals)
-            return heard_all or not waiting
+            return utt.voice_heard_by(until) or not waiting
 
     def _run_partial(self, utt: _Utterance, until: float, audio: Samples) -> None:
         try:
@@ -322,7 +325,7 @@ class StreamingRecognizer:
         except Superseded:
             return
         if not text:
-            if self._on_no_words is not None and until >= utt.last_voiced_end - 1e-6:
+            if self._on_no_words is not None and utt.voice_heard_by(until):
                 self._on_no_words(utt.number, until)
             return
         with self._cond:
