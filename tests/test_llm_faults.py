@@ -404,7 +404,9 @@ async def test_cancel_during_the_race_closes_both_requests(server: FakeServer) -
     try:
         server.faults.append(Fault("hang", times=2))
         task = asyncio.create_task(run(client, "Abandon?"))
-        await asyncio.sleep(0.35)  # past the deadline: the hedge is racing the first request
+        # past the deadline: the hedge is racing the first request (waited for, not timed:
+        # a loaded machine sends the hedge later than 0.35 s)
+        assert await eventually(lambda: len(server.chat_requests()) == 2, timeout=5.0)
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task
