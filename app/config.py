@@ -95,7 +95,8 @@ class TurnConfig(_Section):
     ~200 ms between turns; 250 ms stays above the 150-240 ms gaps between words)."""
     endpoint_uncertain_ms: int = Field(default=600, ge=50, le=10000)
     """Signals are unsure: the middle wait (longer than most pauses between clauses of
-    fluent speech, shorter than the 800 ms used when no model spoke)."""
+    fluent speech, shorter than the 800 ms used when no model spoke), capped by the
+    rules' question wait when the text ended in "?" twice in a row."""
     endpoint_incomplete_ms: int = Field(default=1200, ge=100, le=20000)
     """Signals say more words are coming: the commercial endpointers' long fallback."""
     speculate_lead_ms: int = Field(default=600, ge=0, le=10000)

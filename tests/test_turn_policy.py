@@ -29,6 +29,21 @@ def test_a_question_mark_adds_half_a_vote_to_the_words() -> None:
     assert decide(CFG, TextCues(), Evidence(words_logp=-11.5)).verdict == "uncertain"
 
 
+def test_unsure_signals_never_wait_longer_than_the_rules_would() -> None:
+    # "?" twice in a row ends the turn after 400 ms by the rules; words that are only
+    # unsure about it do not stretch that to the middle wait (they may only shorten it)...
+    twice = TextCues(question=True, question_streak=2)
+    wait = decide(CFG, twice, Evidence(words_logp=-14.5))
+    assert (wait.verdict, wait.endpoint_ms, wait.speculate_ms) == ("uncertain", 400, 150)
+    once = TextCues(question=True, question_streak=1)
+    assert decide(CFG, once, Evidence(words_logp=-14.5)).endpoint_ms == 600
+    # ...even doubtful words (the "?" keeps the sum above "incomplete"); the speaker's own
+    # longer pauses still stretch it, and without the streak nothing changes
+    assert decide(CFG, twice, Evidence(words_logp=-20.0)).endpoint_ms == 400
+    assert decide(CFG, twice, Evidence(words_logp=-14.5), learned_pause_ms=560).endpoint_ms == 700
+    assert decide(CFG, TextCues(), Evidence(words_logp=-20.0)).endpoint_ms == 1200
+
+
 def test_a_tag_outweighs_doubtful_words() -> None:
     assert decide(CFG, TextCues(tag=True), Evidence(words_logp=-13.0)).verdict == "complete"
 

@@ -10,7 +10,10 @@ between -1 (unfinished) and +1 (finished) and the votes add up:
 - the sound (Smart Turn, optional): ``smart_turn_weight`` × (2p − 1).
 
 A sum of +1 or more is *complete* (end after a short silence, ~250 ms), -1 or less is
-*incomplete* (long wait), between is *uncertain* (middle wait).  A trailing and/so/um…
+*incomplete* (long wait), between is *uncertain*: the middle wait, but never longer than
+today's rules would wait for the same text (400 ms after "?" or a tag twice in a row):
+doubt is no evidence that more words are coming, so it never makes a question wait
+longer than the rules did; the interviewer's own longer pauses still stretch it.  A trailing and/so/um…
 (a thinking pause) overrides the sum: the longest wait.  With no model signal at all
 (not installed, failed to load, a language it was not checked on, or not scored yet)
 today's rules decide: "?" or a tag twice in a row → the question wait, else the silence
@@ -86,9 +89,9 @@ def decide(cfg: TurnConfig, cues: TextCues, evidence: Evidence,
     sound = evidence.sound_p if cfg.smart_turn_weight > 0 else None
     if cues.trailing and not cues.tag:
         return _wait(cfg, "thinking", cfg.endpoint_thinking_silence_ms, None)
+    rules = (_wait(cfg, "complete", cfg.endpoint_question_silence_ms, None) if cues.question_streak >= 2
+             else _wait(cfg, "uncertain", cfg.endpoint_silence_ms, None))
     if evidence.words_logp is None and sound is None:
-        rules = (_wait(cfg, "complete", cfg.endpoint_question_silence_ms, None) if cues.question_streak >= 2
-                 else _wait(cfg, "uncertain", cfg.endpoint_silence_ms, None))
         if evidence.words_pending and not (cues.question or cues.tag):
             # words that do not sound finished may be called unfinished: a wasted request
             return replace(rules, speculate_ms=min(rules.endpoint_ms,
@@ -103,7 +106,7 @@ def decide(cfg: TurnConfig, cues: TextCues, evidence: Evidence,
         return _wait(cfg, "complete", cfg.endpoint_complete_ms, score)
     if score <= -1.0 + 1e-9:
         return _wait(cfg, "incomplete", cfg.endpoint_incomplete_ms, score)
-    middle = float(cfg.endpoint_uncertain_ms)
+    middle = min(float(cfg.endpoint_uncertain_ms), rules.endpoint_ms)  # unsure is no reason to wait longer
     if learned_pause_ms is not None:
         middle = max(middle, min(LEARNED_PAUSE_FACTOR * learned_pause_ms, cfg.endpoint_incomplete_ms))
     return _wait(cfg, "uncertain", middle, score)
