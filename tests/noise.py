@@ -4,16 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from devtools.bench.synth import pink_noise
 
-def pink_noise(seconds: float, dbfs: float, seed: int = 0, rate: int = 16_000) -> np.ndarray:
-    """Pink noise whose RMS is ``dbfs`` (a quiet office or a laptop fan is about -42)."""
-    n = int(seconds * rate)
-    spectrum = np.fft.rfft(np.random.default_rng(seed).standard_normal(n))
-    freqs = np.fft.rfftfreq(n, 1 / rate)
-    freqs[0] = freqs[1]
-    shaped = np.fft.irfft(spectrum / np.sqrt(freqs), n)
-    shaped *= 10 ** (dbfs / 20) * 32768 / np.sqrt(np.mean(shaped**2))
-    return shaped
+__all__ = ["mix", "pink_noise"]
 
 
 def mix(speech: np.ndarray, noise: np.ndarray, at: int) -> np.ndarray:

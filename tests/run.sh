@@ -3,7 +3,7 @@
 #   bash tests/run.sh [pytest args]
 # Installs the Debian packages the tests need when missing (PortAudio, espeak-ng, a
 # private PulseAudio for the capture test, Qt's runtime libraries, Xvfb, a CJK font for the
-# Chinese captions), creates .venv,
+# Chinese captions, flite for the held-out benchmark corpus), creates .venv,
 # installs the app with its [local] and [dev] extras, checks style and types, runs pytest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -13,7 +13,7 @@ DEBS=(
   libegl1 libgl1 libxkbcommon0 libfontconfig1 libdbus-1-3 libglib2.0-0
   xvfb xauth libxkbcommon-x11-0 libxcb-cursor0 libxcb-icccm4 libxcb-image0 libxcb-keysyms1
   libxcb-randr0 libxcb-render-util0 libxcb-shape0 libxcb-xinerama0 libxcb-xfixes0 libx11-xcb1
-  binutils nginx-light fonts-noto-cjk
+  binutils nginx-light fonts-noto-cjk flite
 )
 missing=()
 for pkg in "${DEBS[@]}"; do

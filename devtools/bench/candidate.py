@@ -16,8 +16,6 @@ The replies are statements, never questions, so any request written for them is 
 
 from __future__ import annotations
 
-import subprocess
-import tempfile
 import wave
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,6 +24,7 @@ import numpy as np
 
 from app.audio.frames import SAMPLE_RATE
 from devtools.bench.corpus import Clip, read_audio
+from devtools.bench.synth import speak
 
 VARIANTS = ("off", "reply", "echo", "overlap")
 REPLIES = (
@@ -36,7 +35,7 @@ REPLIES = (
     "I led a team of five engineers.",
     "Right, I remember that project well.",
 )
-VOICE = "en-us+f3"
+VOICE = "espeak:en-us+f3"
 REPLY_AFTER_S = 0.6
 OVERLAP_AFTER_S = 0.5
 ECHO_DB = -10.0
@@ -58,7 +57,7 @@ def build(clip: Clip, variant: str, index: int, folder: Path) -> Track | None:
         return None
     reply = REPLIES[index % len(REPLIES)]
     theirs = read_audio(clip.path).astype(np.float64)
-    said = _speak(reply)
+    said = speak(reply, VOICE, rate_wpm=175)
     overlap = variant == "overlap"
     start = clip.speech_start_s + OVERLAP_AFTER_S if overlap else clip.speech_end_s + REPLY_AFTER_S
     at = round(start * SAMPLE_RATE)
@@ -70,17 +69,6 @@ def build(clip: Clip, variant: str, index: int, folder: Path) -> Track | None:
     path = folder / f"{clip.path.stem}-{variant}.wav"
     _write(path, track)
     return Track(path, reply, start, start + len(said) / SAMPLE_RATE)
-
-
-def _speak(text: str) -> np.ndarray:
-    """espeak-ng, trimmed of its silences, at 16 kHz."""
-    with tempfile.TemporaryDirectory() as tmp:
-        raw, out = Path(tmp) / "raw.wav", Path(tmp) / "out.wav"
-        subprocess.run(["espeak-ng", "-v", VOICE, "-s", "175", "-w", str(raw), text], check=True)
-        subprocess.run(["sox", str(raw), "-r", str(SAMPLE_RATE), "-c", "1", "-b", "16", str(out),
-                        "silence", "1", "0.02", "1%", "reverse", "silence", "1", "0.02", "1%", "reverse"],
-                       check=True)
-        return read_audio(out).astype(np.float64)
 
 
 def _write(path: Path, samples: np.ndarray) -> None:
