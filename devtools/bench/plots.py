@@ -28,15 +28,10 @@ INSTALL_HINT = "plots need matplotlib: pip install 'interview-copilot[diagnostic
 MODE_COLORS = {"naive": "#c0504d", "seed": "#e0a030", "ours": "#2e7d4f"}
 STAGE_COLORS = ("#8da0cb", "#66c2a5", "#fc8d62", "#e78ac3", "#a6d854", "#ffd92f")
 
-# Per-turn stages, in order, if bench turns records them (seconds; see the report for the
-# TurnResult fields proposed); otherwise the two spans derivable from today's fields.
-DETAILED_STAGES: tuple[tuple[str, str], ...] = (
-    ("endpoint_wait", "speech end → endpoint"),
-    ("asr_final", "endpoint → final"),
-    ("final_to_request", "final → request sent"),
-    ("request_to_first_token", "request → first token"),
-    ("first_token_to_shown", "first token → shown"),
-)
+SPEECH_LANE, ANSWER_LANE = -0.2, 0.2
+"""Each turn is two lanes on one time axis: what the listener did (endpoint, final) above,
+what the answer did (request → first token → shown) below.  A speculative request
+leaves before the endpoint, so its span overlaps the listener's instead of following it."""
 
 
 class PlotsUnavailable(RuntimeError):
@@ -75,17 +70,29 @@ def _strip(ax: Axes, groups: Sequence[Sequence[float]], colors: Sequence[str]) -
             ax.annotate(f"{med:.0f} ms", (pos + 0.3, med), fontsize=8, va="center")
 
 
-def _turn_stages(turn: dict[str, Any]) -> list[tuple[str, float]]:
-    """Stage durations of one turn in ms: detailed when recorded, else the coarse split."""
-    if all(turn.get(key) is not None for key, _ in DETAILED_STAGES):
-        return [(label, max(0.0, float(turn[key])) * 1000) for key, label in DETAILED_STAGES]
-    latency, from_final = turn.get("response_latency"), turn.get("final_to_first_token")
-    if latency is None:
-        return []
-    if from_final is None:
-        return [("speech end → first token shown", latency * 1000)]
-    return [("speech end → final transcript", max(0.0, latency - from_final) * 1000),
-            ("final → first token shown", max(0.0, from_final) * 1000)]
+def _turn_spans(turn: dict[str, Any]) -> list[tuple[str, float, float, float]]:
+    """(label, lane, start, end) in ms after the end of speech, from the turn's recorded
+    steps; spans before the end of speech (a question that went on) are cut at 0."""
+    def at(value: float | None) -> float | None:
+        return None if value is None else value * 1000
+
+    endpoint, final_after = at(turn.get("endpoint_wait")), at(turn.get("asr_final"))
+    to_request, to_token = at(turn.get("final_to_request")), at(turn.get("request_to_first_token"))
+    held = at(turn.get("first_token_to_shown"))
+    if endpoint is None or final_after is None:
+        latency = at(turn.get("response_latency"))
+        return [] if latency is None else [("speech end → first token shown", ANSWER_LANE, 0.0, latency)]
+    final = endpoint + final_after
+    spans = [("speech end → endpoint", SPEECH_LANE, 0.0, endpoint),
+             ("endpoint → final", SPEECH_LANE, endpoint, final)]
+    if to_request is not None and to_token is not None:
+        request = final + to_request
+        if request > final:
+            spans.append(("final → request sent", SPEECH_LANE, final, request))
+        spans.append(("request → first token", ANSWER_LANE, request, request + to_token))
+        if held is not None:
+            spans.append(("first token → shown", ANSWER_LANE, request + to_token, request + to_token + held))
+    return [(label, lane, max(0.0, start), end) for label, lane, start, end in spans if end > max(0.0, start)]
 
 
 def plot_turns(json_path: str | Path) -> Path:
@@ -110,14 +117,14 @@ def plot_turns(json_path: str | Path) -> Path:
     labels_seen: dict[str, str] = {}
     y_labels: list[str] = []
     for y, (mode, turn) in enumerate(rows):
-        x = 0.0
-        for i, (label, width) in enumerate(_turn_stages(turn)):
+        for label, lane, start, end in _turn_spans(turn):
             color = labels_seen.setdefault(label, STAGE_COLORS[len(labels_seen) % len(STAGE_COLORS)])
-            right.barh(y, width, left=x, color=color, edgecolor="white", linewidth=0.5,
-                       label=label if i == len(labels_seen) - 1 and y == 0 else None)
-            x += width
-        if x:
-            right.annotate(f"{x:.0f}", (x + 10, y), fontsize=7, va="center")
+            right.barh(y + lane, end - start, left=start, height=0.4, color=color, edgecolor="white",
+                       linewidth=0.5)
+        latency = turn.get("response_latency")
+        if latency is not None:
+            right.annotate(f"{latency * 1000:.0f}", (latency * 1000 + 10, y + ANSWER_LANE), fontsize=7,
+                           va="center")
         y_labels.append(f"{mode} {Path(str(turn.get('clip', ''))).stem}")
     from matplotlib.patches import Patch
 
