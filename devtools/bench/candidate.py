@@ -16,7 +16,6 @@ The replies are statements, never questions, so any request written for them is 
 
 from __future__ import annotations
 
-import wave
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,7 +23,7 @@ import numpy as np
 
 from app.audio.frames import SAMPLE_RATE
 from devtools.bench.corpus import Clip, read_audio
-from devtools.bench.synth import speak
+from devtools.bench.synth import speak, write_wav
 
 VARIANTS = ("off", "reply", "echo", "overlap")
 REPLIES = (
@@ -67,13 +66,5 @@ def build(clip: Clip, variant: str, index: int, folder: Path) -> Track | None:
         delay = round(ECHO_DELAY_S * SAMPLE_RATE)
         track[delay:delay + len(theirs)] += theirs[: len(track) - delay] * 10 ** (ECHO_DB / 20)
     path = folder / f"{clip.path.stem}-{variant}.wav"
-    _write(path, track)
+    write_wav(path, track)
     return Track(path, reply, start, start + len(said) / SAMPLE_RATE)
-
-
-def _write(path: Path, samples: np.ndarray) -> None:
-    with wave.open(str(path), "wb") as w:
-        w.setnchannels(1)
-        w.setsampwidth(2)
-        w.setframerate(SAMPLE_RATE)
-        w.writeframes(np.clip(samples, -32768, 32767).astype(np.int16).tobytes())

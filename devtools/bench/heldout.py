@@ -17,13 +17,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import wave
 from pathlib import Path
 
 import numpy as np
 
 from app.audio.frames import SAMPLE_RATE
-from devtools.bench.synth import pink_noise, speak
+from devtools.bench.synth import pink_noise, speak, write_wav
 
 QUESTIONS: tuple[tuple[tuple[str, ...], str], ...] = (
     (("What made you choose software engineering as a career?",), "flite:slt"),
@@ -68,11 +67,7 @@ def build(out: Path, noise_dbfs: float | None = None) -> None:
         if noise_dbfs is not None:
             audio += pink_noise(len(audio) / SAMPLE_RATE + 1, noise_dbfs, seed=number)[: len(audio)]
         name = f"q{number:02d}.wav"
-        with wave.open(str(out / name), "wb") as w:
-            w.setnchannels(1)
-            w.setsampwidth(2)
-            w.setframerate(SAMPLE_RATE)
-            w.writeframes(np.clip(audio, -32768, 32767).astype(np.int16).tobytes())
+        write_wav(out / name, audio)
         manifest.append({"file": name, "text": " ".join(parts), "voice": voice, "speech_start_s": LEAD_S,
                          "speech_end_s": round(t, 3), "pauses": pauses})
     (out / "manifest.json").write_text(json.dumps(manifest, indent=1), encoding="utf-8")

@@ -10,6 +10,7 @@ from __future__ import annotations
 import shutil
 import subprocess
 import tempfile
+import wave
 from pathlib import Path
 
 import numpy as np
@@ -56,3 +57,12 @@ def pink_noise(seconds: float, dbfs: float, seed: int = 0,
     shaped = np.fft.irfft(spectrum / np.sqrt(freqs), n)
     shaped *= 10 ** (dbfs / 20) * 32768 / np.sqrt(np.mean(shaped**2))
     return shaped
+
+
+def write_wav(path: Path, samples: npt.NDArray[np.float64]) -> None:
+    """16 kHz mono 16-bit, clipped: the corpora's format."""
+    with wave.open(str(path), "wb") as w:
+        w.setnchannels(1)
+        w.setsampwidth(2)
+        w.setframerate(SAMPLE_RATE)
+        w.writeframes(np.clip(samples, -32768, 32767).astype(np.int16).tobytes())
