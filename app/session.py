@@ -363,9 +363,11 @@ class Session:
             self._llm = endpoint
         llm = self.settings.llm
         self._status("llm", f"answers from {endpoint.model} at {display_url(endpoint.base_url)}")
-        # A hedged second request only slows a CPU-bound embedded server down.
+        # A hedged second request only slows a CPU-bound embedded server down, and a
+        # warm-up would interrupt its answer (see app.llm.client).
         first_token = llm.timeout_s if endpoint.local else llm.first_token_timeout_s
         return LlmClient(endpoint.base_url, endpoint.api_key, endpoint.model, http2=llm.http2,
+                         rewarm=not endpoint.local,
                          connect_timeout=llm.connect_timeout_s, timeout=llm.timeout_s,
                          keepalive_expiry=llm.keepalive_expiry_s, first_token_timeout=first_token,
                          stall_timeout=llm.stall_timeout_s, rate_limit_max_wait=llm.rate_limit_max_wait_s,

@@ -100,6 +100,24 @@ def test_with_no_key_the_embedded_local_llm_answers(tmp_path: Path) -> None:
     assert [e for e in events if e["event"] == "answer_done"]
 
 
+@pytest.mark.local_llm
+@pytest.mark.skipif(not llama_cpp_available(), reason="the [local] extra (llama-cpp-python) is not installed")
+def test_the_readme_demo_is_answered_question_by_question(tmp_path: Path) -> None:
+    """The README's first command: the demo interview, no key, the embedded LLM.  Its first
+    question is guessed at the pause after "Thanks for joining us today." and the guess is
+    replaced by the whole question; each answer must arrive whole although the next
+    question's request reaches the one-at-a-time server while it is still answering (with
+    ``interrupt_requests`` on, that request, or a connection warm-up, ended it unread)."""
+    demo = Path(__file__).resolve().parents[1] / "assets" / "demo.wav"
+    out = run_listen(["--audio", str(demo), "--events", "-"], tmp_path)
+    assert out.returncode == 0, out.stdout[-2000:] + out.stderr
+    events = events_of(out.stdout)
+    assert not [e for e in events if e["event"] == "error"]
+    asked = {e["turn"] for e in events if e["event"] == "final" and e.get("speaker") == "interviewer"}
+    answered = {e["turn"] for e in events if e["event"] == "answer_done" and str(e["text"]).strip()}
+    assert len(asked) == 3 and asked <= answered
+
+
 @pytest.mark.parametrize(("local", "wait"), [(False, 0.4), (True, 0.3)])
 def test_the_embedded_llm_confirms_questions_sooner(server: FakeServer, local: bool, wait: float) -> None:
     """Its first token comes ~100 ms after the guess, so waiting 400 ms would only add latency.

@@ -228,6 +228,34 @@ def slow_server() -> Iterator[FakeServer]:
         yield srv
 
 
+async def test_without_rewarm_a_cancel_sends_nothing_more(slow_server: FakeServer) -> None:
+    """The embedded server answers /models under its completions' lock: no warm-up traffic
+    (after a cancel or when idle) may queue there behind an answer."""
+    server = slow_server
+    client = LlmClient(server.base_url, KEY, MODEL, rewarm=False, rewarm_idle_s=0.05, cancel_grace_s=0.0)
+    try:
+        await client.start()
+        warmed = len(server.requests())
+        first = asyncio.Event()
+
+        async def consume() -> None:
+            async for item in client.stream_chat(user("Long one?"), max_tokens=500, temperature=0):
+                if isinstance(item, Delta):
+                    first.set()
+
+        task = asyncio.create_task(consume())
+        await asyncio.wait_for(first.wait(), 2)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        await asyncio.sleep(0.3)  # a re-warm (after 0 s) or an idle refresh (every 0.05 s) would be in
+        assert [(r.method, r.path) for r in server.requests()[warmed:]] == [("POST", "/v1/chat/completions")]
+        _, done = await collect(client, "Next one?")  # the next answer opens its own connection
+        assert done.text
+    finally:
+        await client.aclose()
+
+
 async def test_cancel_closes_the_stream_and_rewarms(slow_server: FakeServer) -> None:
     server = slow_server
     client = LlmClient(server.base_url, KEY, MODEL, spare_connections=1, cancel_grace_s=0.02)

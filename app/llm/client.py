@@ -13,6 +13,9 @@ times, on the one event loop it lives on:
   a spare connection means the next request never waits for it.
 * Idle connections are refreshed every ``rewarm_idle_s`` seconds, before httpx2's
   ``keepalive_expiry`` would drop them and before typical server idle time-outs.
+* ``rewarm=False`` turns both off, for the embedded llama.cpp server: a loopback
+  connection costs a fraction of a millisecond, and that server answers ``/models``
+  under the lock of its completions, so a warm-up would only queue behind the answer.
 
 Before the first token a request gets at most one more chance, silently: a re-send after
 a failure a second try can cure (5xx, reset, a 429 after its ``Retry-After``), or — when
@@ -296,6 +299,7 @@ class LlmClient:
         timeout: float = 30.0,
         keepalive_expiry: float = 120.0,
         rewarm_idle_s: float | None = 45.0,
+        rewarm: bool = True,
         spare_connections: int = 1,
         cancel_grace_s: float = 0.05,
         first_token_timeout: float = 4.0,
@@ -325,8 +329,9 @@ class LlmClient:
         self._cancel_grace = cancel_grace_s
         # Idle refresh must beat our own pool expiry; HTTP/2 multiplexes, so one is enough.
         self._target = 1 if http2 else 1 + max(0, spare_connections)
+        self._rewarm = rewarm
         self._rewarm_idle = (
-            None if not rewarm_idle_s else min(rewarm_idle_s, keepalive_expiry * 0.8)
+            None if not (rewarm and rewarm_idle_s) else min(rewarm_idle_s, keepalive_expiry * 0.8)
         )
         self._sdk = self._make_sdk(max_connections=50)
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -528,7 +533,7 @@ class LlmClient:
 
     def _schedule_warm(self, *, grace: float = 0.0) -> None:
         """Re-warm in the background (coalesced: one warm-up at a time, one queued)."""
-        if self._closed or self._loop is None or self._loop.is_closed():
+        if not self._rewarm or self._closed or self._loop is None or self._loop.is_closed():
             return
         if self._warm_task is not None and not self._warm_task.done():
             self._warm_again = True

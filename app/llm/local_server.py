@@ -7,8 +7,11 @@ of the app talks to it exactly as to a cloud provider (same client, same code pa
 
 Known behaviour of llama-cpp-python's server: it sends no usage even with
 ``stream_options.include_usage`` (callers estimate it), and it serves one request at a
-time with ``interrupt_requests`` on, so a new request ends the running stream — which is
-what the app wants when a speculative answer is replaced.
+time.  ``interrupt_requests`` is off: with it on, any request arriving while an answer
+streams — the next question's, even a ``GET /models`` (served under the same lock) —
+ends that answer, and the demo's first answer was lost to the second question.  A
+replaced guess needs no interrupt: the client closes it and the server stops at its
+next token.
 """
 
 from __future__ import annotations
@@ -111,7 +114,7 @@ class LocalServer:
             "--n_ctx", str(self.n_ctx),
             "--n_threads", str(self.n_threads),
             "--n_threads_batch", str(self.n_threads),
-            "--interrupt_requests", "True",
+            "--interrupt_requests", "False",
             "--verbose", "False",
         ])  # fmt: skip
         proc = self._proc = subprocess.Popen(
