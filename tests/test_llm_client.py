@@ -228,6 +228,24 @@ def slow_server() -> Iterator[FakeServer]:
         yield srv
 
 
+async def cancel_after_first_token(client: LlmClient) -> float:
+    """Stream a long answer, cancel it at its first token; returns when it was cancelled."""
+    first = asyncio.Event()
+
+    async def consume() -> None:
+        async for item in client.stream_chat(user("Long one?"), max_tokens=500, temperature=0):
+            if isinstance(item, Delta):
+                first.set()
+
+    task = asyncio.create_task(consume())
+    await asyncio.wait_for(first.wait(), 2)
+    cancelled_at = time.monotonic()
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    return cancelled_at
+
+
 async def test_without_rewarm_a_cancel_sends_nothing_more(slow_server: FakeServer) -> None:
     """The embedded server answers /models under its completions' lock: no warm-up traffic
     (after a cancel or when idle) may queue there behind an answer."""
@@ -236,18 +254,7 @@ async def test_without_rewarm_a_cancel_sends_nothing_more(slow_server: FakeServe
     try:
         await client.start()
         warmed = len(server.requests())
-        first = asyncio.Event()
-
-        async def consume() -> None:
-            async for item in client.stream_chat(user("Long one?"), max_tokens=500, temperature=0):
-                if isinstance(item, Delta):
-                    first.set()
-
-        task = asyncio.create_task(consume())
-        await asyncio.wait_for(first.wait(), 2)
-        task.cancel()
-        with pytest.raises(asyncio.CancelledError):
-            await task
+        await cancel_after_first_token(client)
         await asyncio.sleep(0.3)  # a re-warm (after 0 s) or an idle refresh (every 0.05 s) would be in
         assert [(r.method, r.path) for r in server.requests()[warmed:]] == [("POST", "/v1/chat/completions")]
         _, done = await collect(client, "Next one?")  # the next answer opens its own connection
@@ -262,19 +269,7 @@ async def test_cancel_closes_the_stream_and_rewarms(slow_server: FakeServer) -> 
     try:
         await client.start()
         warmed = client.warm_count
-        first = asyncio.Event()
-
-        async def consume() -> None:
-            async for item in client.stream_chat(user("Long one?"), max_tokens=500, temperature=0):
-                if isinstance(item, Delta):
-                    first.set()
-
-        task = asyncio.create_task(consume())
-        await asyncio.wait_for(first.wait(), 2)
-        t_cancel = time.monotonic()
-        task.cancel()
-        with pytest.raises(asyncio.CancelledError):
-            await task
+        t_cancel = await cancel_after_first_token(client)
         assert server.wait_for(lambda s: s.chat_requests()[0].cancelled, 1.0)
         record = server.chat_requests()[0]
         assert record.ended is not None and record.ended - t_cancel < 0.1
