@@ -351,7 +351,8 @@ class Session:
             self.settings, self.bus, self.clock, self._prompt(self.settings.asr.language), self._make_client,
             model=llm.model if llm else LOCAL_MODEL, session_id=self.session_id,
             base_url=llm.base_url if llm else "", strategy=self._strategy,
-            prime_cache=llm is None or llm.local, prompt_for_language=self._prompt)
+            prime_cache=llm is None or llm.local, one_at_a_time=llm is None or llm.local,
+            prompt_for_language=self._prompt)
         self.bus.subscribe(engine.on_event)
         engine.start()
         return engine

@@ -72,7 +72,7 @@ def server() -> Iterator[FakeServer]:
 
 
 def make_engine(server: FakeServer, *, strategy: Strategy = Strategy(), settings: Settings | None = None,
-                key: str = KEY) -> tuple[AnswerEngine, Recorder, EventBus]:
+                key: str = KEY, one_at_a_time: bool = False) -> tuple[AnswerEngine, Recorder, EventBus]:
     settings = settings or Settings()
     bus = EventBus()
     rec = Recorder()
@@ -80,7 +80,7 @@ def make_engine(server: FakeServer, *, strategy: Strategy = Strategy(), settings
     base_url = server.start()
     engine = AnswerEngine(settings, bus, SessionClock(), PromptBuilder(None, None, None),
                           lambda: LlmClient(base_url, key, "gpt-4o-mini"), model="gpt-4o-mini",
-                          session_id="test", strategy=strategy)
+                          session_id="test", strategy=strategy, one_at_a_time=one_at_a_time)
     bus.subscribe(engine.on_event)
     engine.start()
     assert engine.warmed.wait(5)
@@ -293,6 +293,29 @@ def test_a_new_answer_cuts_the_one_still_streaming(server: FakeServer) -> None:
         assert second.turn == 2 and not second.truncated
         order = [e.request for e in rec.of(TokenEvent)]
         assert order == sorted(order)  # one answer in front: no token of the first after the second
+        assert server.wait_for(lambda s: s.chat_requests()[0].cancelled, timeout=2)
+    finally:
+        engine.stop()
+
+
+def test_a_one_at_a_time_server_gets_the_new_question_at_once(server: FakeServer) -> None:
+    """The embedded server answers one request at a time: the answer on screen is cut when
+    the next question's request leaves, not when its first token arrives (which would
+    wait for the old answer to finish on that server)."""
+    engine, rec, bus = make_engine(server, one_at_a_time=True)
+    try:
+        server.set_profile(tokens_per_s=8, answer_tokens=60)
+        final(bus, "Tell me about yourself.", turn=1)
+        rec.wait(lambda r: len(r.of(TokenEvent)) >= 2)
+        server.set_profile(tokens_per_s=400, answer_tokens=12)
+        final(bus, "What is your biggest weakness?", turn=2)
+        rec.wait(lambda r: len([d for d in r.of(AnswerDoneEvent) if d.turn == 2]) == 1)
+        (cut,) = rec.of(CutEvent)
+        second = next(e for e in rec.of(RequestEvent) if e.turn == 2)
+        assert cut.turn == 1 and rec.events.index(cut) < rec.events.index(second)
+        first, done = rec.of(AnswerDoneEvent)
+        assert first.turn == 1 and first.truncated and first.text == rec.shown(1)
+        assert done.turn == 2 and not done.truncated
         assert server.wait_for(lambda s: s.chat_requests()[0].cancelled, timeout=2)
     finally:
         engine.stop()

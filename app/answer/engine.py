@@ -113,7 +113,7 @@ class AnswerEngine:
     def __init__(self, settings: Settings, bus: EventBus, clock: SessionClock, prompt: PromptBuilder,
                  client_factory: ClientFactory, *, model: str, session_id: str, base_url: str = "",
                  strategy: Strategy = Strategy(), send_cache_key: bool = True,
-                 prime_cache: bool = False,
+                 prime_cache: bool = False, one_at_a_time: bool = False,
                  prompt_for_language: Callable[[str], PromptBuilder] | None = None) -> None:
         self._settings = settings
         self._bus = bus
@@ -123,6 +123,10 @@ class AnswerEngine:
         self._model = model
         self._base_url = base_url
         self._prime_cache = prime_cache
+        self._one_at_a_time = one_at_a_time
+        """The server answers one request at a time (the embedded llama.cpp server): a new
+        question's request would queue behind the answer on screen, so it cuts it as it
+        leaves instead of when its own first token arrives."""
         self._strategy = strategy
         self._low_latency = settings.answer.low_latency and strategy.speculation
         self._session_id = session_id
@@ -402,6 +406,8 @@ class AnswerEngine:
 
     def _send(self, turn: _Turn, text: str, kind: RequestKind, *, confirmed: bool = False) -> _Request:
         request = _Request(id=next(self._ids), turn=turn.number, kind=kind, text=text, confirmed=confirmed)
+        if self._one_at_a_time and self._front is not None and self._front.turn < turn.number:
+            self._cut_front()
         task = asyncio.get_running_loop().create_task(self._stream(request))
         request.task = task
         self._tasks.add(task)
@@ -429,11 +435,16 @@ class AnswerEngine:
 
     def _put_in_front(self, request: _Request) -> None:
         """One answer on screen at a time: an older one still streaming is cut short."""
+        if self._front is not request:
+            self._cut_front()
+        self._front = request
+
+    def _cut_front(self) -> None:
+        """The answer on screen stops where it is (its text stays), if still streaming."""
         front = self._front
-        if front is not None and front is not request and not front.settled:
+        if front is not None and not front.settled:
             self._emit(CutEvent(t=self._clock.now(), turn=front.turn, request=front.id))
             self._cancel(front)
-        self._front = request
 
     def _cancel(self, request: _Request, *, report: bool = True) -> None:
         """Stop a request now (its HTTP stream closes, so the server stops generating).
