@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import wave
 from pathlib import Path
 
 import numpy as np
@@ -11,14 +10,10 @@ import pytest
 
 from devtools.bench import heldout
 from devtools.bench.corpus import load_corpus
+from tests.speech import read_wav, speech_bounds
 
-
-def _loud_span(path: Path, dbfs: float = -50.0) -> tuple[float, float]:
-    with wave.open(str(path)) as w:
-        samples = np.frombuffer(w.readframes(w.getnframes()), np.int16).astype(np.float64)
-    level = np.convolve(np.abs(samples), np.ones(80) / 80, mode="same")  # 5 ms
-    loud = np.flatnonzero(level > 32768 * 10 ** (dbfs / 20))
-    return loud[0] / 16_000, loud[-1] / 16_000
+LOUD = round(32768 * 10 ** (-50 / 20))
+"""-50 dBFS: the check looks above it, the trim keeps everything above -60 dBFS."""
 
 
 def test_both_synthesizers_and_a_pause_land_where_the_manifest_says(
@@ -31,13 +26,14 @@ def test_both_synthesizers_and_a_pause_land_where_the_manifest_says(
     clips = load_corpus(tmp_path)
     assert [c.text for c in clips] == ["Have you used Rust? I mean at work.", "Why this company?"]
     for clip in clips:
-        start, end = _loud_span(clip.path)
+        start, end = speech_bounds(clip.path, LOUD)
         # the speech starts and ends where the manifest says (within 20 ms: the trim keeps
         # everything above -60 dBFS, the check looks above -50)
         assert abs(start - clip.speech_start_s) < 0.02 and abs(end - clip.speech_end_s) < 0.02
     (pause_start, pause_s), = clips[0].pauses
-    first_end, _ = _loud_span(clips[0].path)
-    assert pause_s == heldout.PAUSE_S and pause_start > first_end
+    first, last = round(pause_start * 16_000) + 80, round((pause_start + pause_s) * 16_000) - 80  # 5 ms in
+    inside = read_wav(clips[0].path)[first:last].astype(np.int32)
+    assert pause_s == heldout.PAUSE_S and np.abs(inside).max() < LOUD  # the pause is silent
     manifest = json.loads((tmp_path / "manifest.json").read_text())
     assert {m["voice"] for m in manifest} == {"flite:slt", "espeak:en-us+michael"}
 
@@ -45,8 +41,7 @@ def test_both_synthesizers_and_a_pause_land_where_the_manifest_says(
 def test_room_tone_is_added_at_the_asked_level(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(heldout, "QUESTIONS", ((("Why this company?",), "espeak:en-us"),))
     heldout.build(tmp_path, noise_dbfs=-42.0)
-    with wave.open(str(tmp_path / "q01.wav")) as w:
-        samples = np.frombuffer(w.readframes(w.getnframes()), np.int16).astype(np.float64)
+    samples = read_wav(tmp_path / "q01.wav").astype(np.float64)
     lead = samples[: int(0.5 * 16_000)]  # before the speech: room tone only
     rms_db = 20 * np.log10(np.sqrt(np.mean(lead**2)) / 32768)
     assert -45.0 < rms_db < -39.0
