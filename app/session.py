@@ -337,9 +337,15 @@ class Session:
         if self._stop_on_audio_error:
             self._fail("runtime", message, report=False)
 
+    @property
+    def _answers_locally(self) -> bool:
+        """The answers come from an LLM on this machine: the embedded server (no endpoint
+        configured, started on first use) or one the caller marked local."""
+        return self._llm is None or self._llm.local
+
     def listening_settings(self) -> Settings:
         """The settings the listener runs with: the embedded server's own endpoint wait."""
-        if not (self._answers and (self._llm is None or self._llm.local)):
+        if not (self._answers and self._answers_locally):
             return self.settings
         turns = self.settings.turns
         wait = {"endpoint_question_silence_ms": turns.endpoint_question_silence_local_ms}
@@ -351,7 +357,7 @@ class Session:
             self.settings, self.bus, self.clock, self._prompt(self.settings.asr.language), self._make_client,
             model=llm.model if llm else LOCAL_MODEL, session_id=self.session_id,
             base_url=llm.base_url if llm else "", strategy=self._strategy,
-            prime_cache=llm is None or llm.local, one_at_a_time=llm is None or llm.local,
+            prime_cache=self._answers_locally, one_at_a_time=self._answers_locally,
             prompt_for_language=self._prompt)
         self.bus.subscribe(engine.on_event)
         engine.start()
@@ -365,10 +371,11 @@ class Session:
         llm = self.settings.llm
         self._status("llm", f"answers from {endpoint.model} at {display_url(endpoint.base_url)}")
         # A hedged second request only slows a CPU-bound embedded server down, and a
-        # warm-up would interrupt its answer (see app.llm.client).
-        first_token = llm.timeout_s if endpoint.local else llm.first_token_timeout_s
+        # warm-up would queue behind its answer (see app.llm.client).
+        local = self._answers_locally
+        first_token = llm.timeout_s if local else llm.first_token_timeout_s
         return LlmClient(endpoint.base_url, endpoint.api_key, endpoint.model, http2=llm.http2,
-                         rewarm=not endpoint.local,
+                         rewarm=not local,
                          connect_timeout=llm.connect_timeout_s, timeout=llm.timeout_s,
                          keepalive_expiry=llm.keepalive_expiry_s, first_token_timeout=first_token,
                          stall_timeout=llm.stall_timeout_s, rate_limit_max_wait=llm.rate_limit_max_wait_s,
