@@ -73,7 +73,7 @@ class AsrConfig(_Section):
     compute_type: str = "int8"
     cpu_threads: int | None = Field(default=None, ge=1, le=64)
     """Threads per recognition pass; unset = every core but one, at most 4 (see
-    :func:`app.asr.model.pass_threads`)."""
+    :func:`app.cores.pass_threads`)."""
     partial_interval_ms: int = Field(default=300, ge=50, le=5000)
     """Minimum new audio between partial passes; a pass never queues behind another."""
     no_speech_threshold: float = Field(default=0.6, ge=0.0, le=1.0)

