@@ -6,7 +6,8 @@ cannot be opened or dies in a session that must not go on without it.  Every cha
 a ``session`` event.  Start-up runs on its own thread and checks a cancel flag between
 its steps, so Stop works while starting and quitting never waits for it.  Listening
 begins as soon as the audio is open; the answer engine (which may start the embedded
-LLM server, seconds) comes up beside it, and a question asked meanwhile waits for it.
+LLM server, seconds) comes up beside it, and a question asked meanwhile waits for it.  A
+recording replayed with the embedded LLM starts playing once that is ready.
 
 Turn ids are handed out here, so they stay unique across Stop/Start and a regenerated
 answer is a new request of the same turn.
@@ -260,6 +261,9 @@ class Session:
                 raise
             return
         try:
+            if self._audio_file is not None and self._answers and self._answers_locally:
+                self._engine = self._start_engine()
+                self._await_answers(self._engine)
             self._listen(source, candidate)
             if self._answers and self._engine is None and not self._cancel.is_set():
                 self._engine = self._start_engine()
@@ -267,6 +271,16 @@ class Session:
             self._fail("runtime", f"could not start: {exc}")
             if strict:
                 raise
+
+    def _await_answers(self, engine: AnswerEngine) -> None:
+        """A recording stands in for an interview the app was already open for: with the
+        embedded LLM, which takes seconds to load and read its prompt on a small CPU, it
+        plays once answers can come, so its first question is answered as a live one
+        would be (measured on the README demo: its first answer 5-14 s after the question
+        without this, 0.2-0.3 s with it).  A remote endpoint warms up within the
+        recording's lead-in; one that hangs must not hold the captions back."""
+        while not engine.warmed.wait(0.1) and not self._cancel.is_set():
+            pass
 
     def _load_turn_signals(self) -> TurnSignals:
         """The end-of-turn models, loaded once per session (on the first listener's scoring

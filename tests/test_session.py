@@ -170,3 +170,39 @@ def test_headless_exits_1_soon_after_the_device_dies(pulse: PulseDaemon, tmp_pat
     assert child.returncode == 1, err
     assert time.monotonic() - killed < 5
     assert SPEC in err and "Traceback" not in err and "session saved" in err
+
+
+@pytest.mark.parametrize("local", [True, False])
+def test_a_replay_with_a_local_llm_plays_once_answers_are_ready(decoder: WhisperDecoder, local: bool) -> None:
+    """The embedded LLM reads its prompt for seconds before it can answer: a recording
+    played meanwhile had its first question answered that much later than a live one.
+    A remote endpoint's warm-up (here slow) never holds the captions back."""
+    from app.events import StatusEvent, VadEvent
+    from app.llm.endpoint import LlmEndpoint
+    from devtools.fake_server import FakeServer, Profile
+
+    warm_at_first_sound: list[bool] = []
+    statuses: list[str] = []
+
+    # Both warm-ups outlast the 0.5 s lead-in: the connection check takes 1.5 s (remote), and
+    # the embedded LLM's prompt priming 2 s more.
+    with FakeServer(Profile(connect_delay=1.5, ttft=2.0, answer_tokens=3), api_key="sk-good") as server:
+        session = Session(Settings(), audio_file=synth(QUESTION), decoder=decoder,
+                          llm=LlmEndpoint(server.start(), "sk-good", "gpt-4o-mini", local=local))
+
+        def first_sound(event: Event) -> None:
+            if isinstance(event, StatusEvent) and event.stage == "llm":
+                statuses.append(event.message)
+            if isinstance(event, VadEvent | PartialEvent) and not warm_at_first_sound:
+                engine = session.engine
+                warm_at_first_sound.append(engine is not None and engine.warmed.is_set())
+
+        session.bus.subscribe(first_sound)
+        try:
+            session.run_file()
+        finally:
+            session.shutdown()
+    assert warm_at_first_sound == [local]
+    if local:  # the window says why it waits, and when that is over
+        assert statuses[-2:] == ["gpt-4o-mini is reading the prompt (once, a few seconds)",
+                                 "gpt-4o-mini is ready"]

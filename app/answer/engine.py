@@ -258,8 +258,13 @@ class AnswerEngine:
             return
         try:
             await self._client.start()
-            if self._prime_cache or self._cache_pings_enabled():
+            if self._prime_cache:
+                self._emit(StatusEvent(t=self._clock.now(), stage="llm",
+                                       message=f"{self._model} is reading the prompt (once, a few seconds)"))
                 await self._ping_cache()  # the first question then pays only for itself
+                self._emit(StatusEvent(t=self._clock.now(), stage="llm", message=f"{self._model} is ready"))
+            elif self._cache_pings_enabled():
+                await self._ping_cache()
         except LlmError as exc:  # a status, not a wait: the first question says it again if it must
             self._emit(StatusEvent(t=self._clock.now(), stage="llm", message=f"warming up: {exc}"))
         if self._cache_pings_enabled():
