@@ -262,7 +262,7 @@ class Session:
             return
         try:
             if self._audio_file is not None and self._answers and self._answers_locally:
-                self._engine = self._start_engine()
+                self._engine = self._engine or self._start_engine()  # one per session, also after Stop
                 self._await_answers(self._engine)
             self._listen(source, candidate)
             if self._answers and self._engine is None and not self._cancel.is_set():

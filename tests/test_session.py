@@ -68,6 +68,31 @@ def test_stop_then_start_keeps_turn_ids_unique(decoder: WhisperDecoder) -> None:
     assert states[4:6] == ["starting", "listening"]
 
 
+def test_a_local_replay_started_again_keeps_its_answer_engine(decoder: WhisperDecoder) -> None:
+    """A replay with a local LLM brings its answer engine up before it plays: Start after
+    Stop must reuse it, or the first one would answer every question a second time."""
+    from app.events import AnswerDoneEvent
+    from app.llm.endpoint import LlmEndpoint
+    from devtools.fake_server import FakeServer, Profile
+
+    with FakeServer(Profile(answer_tokens=3), api_key="sk-good") as server:
+        session = Session(Settings(), audio_file=synth(QUESTION), speed=2.0, decoder=decoder,
+                          llm=LlmEndpoint(server.start(), "sk-good", "gpt-4o-mini", local=True))
+        seen = Seen()
+        session.bus.subscribe(seen)
+        try:
+            session.start()
+            seen.wait(AnswerDoneEvent, 1)
+            engine = session.engine
+            session.stop()
+            session.start()
+            seen.wait(AnswerDoneEvent, 2)
+        finally:
+            session.shutdown()
+    assert engine is not None and session.engine is engine
+    assert sorted(done.turn for done in seen.of(AnswerDoneEvent)) == [1, 2]
+
+
 def _pid_alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
