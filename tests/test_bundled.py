@@ -22,7 +22,7 @@ CUT = ("Why are you interested in", "What is the difference between a")
 
 @pytest.mark.local_llm
 @needs_llama
-def test_the_model_is_converted_once_and_scores_as_shipped(tmp_path: Path) -> None:
+def test_the_model_is_converted_once_and_scores_as_shipped_near_enough(tmp_path: Path) -> None:
     stale = tmp_path / "SmolLM2-135M-Instruct.Q8_0-1-2.gguf"  # another package version's
     stale.write_bytes(b"old")
     fast = fast_model(tmp_path)

