@@ -17,6 +17,10 @@ slows down for a while slows every mode alike):
   signals (``turns.policy = "rules"``), so the signals' gain is a ratio too;
 - ``ours``: the product defaults.
 
+A mode may change settings on top of the run's: ``ours@vad.hangover_ms=30`` (several
+``@SECTION.KEY=VALUE`` in a row), so a setting's effect is measured on the same clips in
+the same run as the defaults, and printed as a ratio to ``ours``.
+
 ``--candidate-track`` adds the candidate's side of the call (see :mod:`devtools.bench.candidate`)
 and reports, beside the latency, the interviewer's partial cadence, requests written for
 the candidate's words (must be 0), echo lines shown as "You" (must be 0) and how late the
@@ -42,6 +46,8 @@ import tempfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
+
+from pydantic import BaseModel, ValidationError
 
 from app.answer.engine import Strategy
 from app.asr.decoder import WhisperDecoder, load_decoder
@@ -125,6 +131,8 @@ def run(settings: Settings, args: argparse.Namespace) -> dict[str, Any]:
     clips = load_corpus(args.corpus, args.limit)
     decoder = load_decoder(settings.asr)
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]
+    for mode in modes:
+        mode_settings(settings, mode)  # a mistyped mode fails before the first clip
     variants = [v.strip() for v in getattr(args, "candidate_track", "off").split(",") if v.strip()]
     unknown = [v for v in variants if v not in candidate.VARIANTS]
     if unknown:
@@ -153,14 +161,42 @@ def run(settings: Settings, args: argparse.Namespace) -> dict[str, Any]:
     return summary
 
 
+def mode_settings(settings: Settings, mode: str) -> tuple[Mode, Settings]:
+    """The mode named by ``mode`` and the settings it runs with: ``ours@vad.hangover_ms=30``
+    is ``ours`` with that setting changed (checked like the settings file's values)."""
+    base, *changes = mode.split("@")
+    if base not in MODES:
+        raise SystemExit(f"--modes: unknown mode {base!r}; choose from {', '.join(MODES)}")
+    spec = MODES[base]
+    changed = settings.model_copy(deep=True)
+    changed.answer.low_latency = spec.strategy.speculation
+    changed.turns.policy = spec.policy
+    for change in changes:
+        path, is_set, value = change.partition("=")
+        section_name, _, key = path.partition(".")
+        section = getattr(changed, section_name, None)
+        if not is_set or not isinstance(section, BaseModel) or key not in type(section).model_fields:
+            raise SystemExit(f"--modes: {change!r} is not SECTION.KEY=VALUE of a setting")
+        try:
+            setattr(section, key, value)
+        except ValidationError as exc:
+            raise SystemExit(f"--modes: {change!r}: {exc.errors()[0]['msg']}") from None
+    return spec, changed
+
+
 def _ratios(summary: dict[str, Any]) -> dict[str, float]:
-    """Baseline median / ours median, for response latency: how many times faster we are."""
+    """Baseline median / ours median, for response latency: how many times faster we are;
+    and ours / a variant of ours (``ours@…``): above 1, the changed setting is faster."""
     ours = summary.get("ours", {}).get("response_latency_median_s")
     ratios: dict[str, float] = {}
     for base in ("naive", "seed", "rules"):
         theirs = summary.get(base, {}).get("response_latency_median_s")
         if ours and theirs:
             ratios[f"{base}/ours"] = round(theirs / ours, 2)
+    for variant in (m for m in summary if m.startswith("ours@")):
+        theirs = summary[variant].get("response_latency_median_s")
+        if ours and theirs:
+            ratios[f"ours/{variant}"] = round(ours / theirs, 2)
     return ratios
 
 
@@ -204,14 +240,11 @@ class _endpoint:
 
 def _replay(settings: Settings, decoder: WhisperDecoder, endpoint: LlmEndpoint, clip: Clip,
             mode: str, track: candidate.Track | None, name: str) -> TurnResult:
-    spec = MODES[mode]
+    spec, changed = mode_settings(settings, mode)
     events: list[Event] = []
     bus = EventBus()
     bus.subscribe(events.append)
-    mode_settings = settings.model_copy(deep=True)
-    mode_settings.answer.low_latency = spec.strategy.speculation
-    mode_settings.turns.policy = spec.policy
-    session = Session(mode_settings, audio_file=clip.path, llm=endpoint, strategy=spec.strategy,
+    session = Session(changed, audio_file=clip.path, llm=endpoint, strategy=spec.strategy,
                       listener_options=spec.options, bus=bus, decoder=decoder,
                       candidate_file=track.path if track else None)
     try:
@@ -340,21 +373,22 @@ def _summarise(results: list[TurnResult]) -> dict[str, Any]:
 
 
 def _print(results: dict[str, list[TurnResult]], summary: dict[str, Any]) -> None:
-    print(f"\n{'mode':<14} {'resp med':>9} {'resp p95':>9} {'fin→tok med':>11} {'fin→tok p95':>11} "
+    w = max(14, *(len(mode) for mode in results))
+    print(f"\n{'mode':<{w}} {'resp med':>9} {'resp p95':>9} {'fin→tok med':>11} {'fin→tok p95':>11} "
           f"{'hit':>6} {'req/turn':>8} {'wasted':>7} {'stale':>5} {'withdrawn':>9} "
           f"{'wd med':>7} {'wd p95':>7}")
     for mode in results:
         s = summary[mode]
-        print(f"{mode:<14} {ms(s['response_latency_median_s']):>9} {ms(s['response_latency_p95_s']):>9} "
+        print(f"{mode:<{w}} {ms(s['response_latency_median_s']):>9} {ms(s['response_latency_p95_s']):>9} "
               f"{ms(s['final_to_first_token_median_s']):>11} {ms(s['final_to_first_token_p95_s']):>11} "
               f"{s['speculation_hit_rate']!s:>6} {s['requests_per_turn']!s:>8} {s['wasted_tokens']!s:>7} "
               f"{s['stale_answers_left']!s:>5} {s['withdrawn_answers']!s:>9} "
               f"{ms(s['withdraw_delay_median_s']):>7} {ms(s['withdraw_delay_p95_s']):>7}")
-    print(f"\n{'mode':<14} {'cadence':>8} {'ASR pass':>8} {'you lines':>9} {'you lag':>8} "
+    print(f"\n{'mode':<{w}} {'cadence':>8} {'ASR pass':>8} {'you lines':>9} {'you lag':>8} "
           f"{'answered':>8} {'echo':>5}")
     for mode in results:
         s = summary[mode]
-        print(f"{mode:<14} {ms(s['partial_cadence_median_s']):>8} {ms(s['asr_pass_mean_s']):>8} "
+        print(f"{mode:<{w}} {ms(s['partial_cadence_median_s']):>8} {ms(s['asr_pass_mean_s']):>8} "
               f"{s['candidate_lines']!s:>9} "
               f"{ms(s['candidate_lag_median_s']):>8} {s['candidate_answered']!s:>8} {s['echo_lines']!s:>5}")
     for name, ratio in summary["ratios"].items():

@@ -1,0 +1,38 @@
+"""``bench turns`` modes: a mode may change settings, checked before the first clip plays."""
+
+from __future__ import annotations
+
+import pytest
+
+from app.config import Settings
+from devtools.bench.turns import MODES, _ratios, mode_settings
+
+
+def test_a_mode_changes_settings_on_a_copy_of_the_runs() -> None:
+    run = Settings()
+    spec, changed = mode_settings(run, "ours@vad.hangover_ms=30@turns.endpoint_complete_ms=300")
+    assert spec is MODES["ours"]
+    assert (changed.vad.hangover_ms, changed.turns.endpoint_complete_ms) == (30, 300)
+    assert (run.vad.hangover_ms, run.turns.endpoint_complete_ms) == (90, 250)  # untouched
+    spec, changed = mode_settings(run, "rules@turns.endpoint_silence_ms=600")
+    assert spec is MODES["rules"]
+    assert (changed.turns.policy, changed.turns.endpoint_silence_ms) == ("rules", 600)
+    assert mode_settings(run, "naive")[1].answer.low_latency is False
+
+
+@pytest.mark.parametrize(("mode", "says"), [
+    ("fast", "unknown mode 'fast'"),
+    ("ours@vad.hangover=30", "is not SECTION.KEY=VALUE"),
+    ("ours@vad.hangover_ms", "is not SECTION.KEY=VALUE"),
+    ("ours@nosuch.key=1", "is not SECTION.KEY=VALUE"),
+    ("ours@vad.hangover_ms=-5", "greater than or equal to 0"),
+])
+def test_a_mistyped_mode_is_refused_with_what_is_wrong(mode: str, says: str) -> None:
+    with pytest.raises(SystemExit, match=says):
+        mode_settings(Settings(), mode)
+
+
+def test_a_variant_of_ours_is_reported_as_a_ratio_to_ours() -> None:
+    summary = {"rules": {"response_latency_median_s": 0.6}, "ours": {"response_latency_median_s": 0.5},
+               "ours@vad.hangover_ms=30": {"response_latency_median_s": 0.4}}
+    assert _ratios(summary) == {"rules/ours": 1.2, "ours/ours@vad.hangover_ms=30": 1.25}
