@@ -41,7 +41,10 @@ class VadConfig(_Section):
     aggressiveness: int = Field(default=2, ge=0, le=3)
     pre_roll_ms: int = Field(default=300, ge=0, le=2000)
     hangover_ms: int = Field(default=90, ge=0, le=2000)
-    """Trailing unvoiced audio still sent to ASR with an utterance (softens cut-offs)."""
+    """Trailing unvoiced audio still sent to ASR with an utterance (softens cut-offs); the
+    pause pass waits for it.  30 ms (the first unvoiced frame) hears the same words as
+    often and guesses 12-49 ms sooner, but then also inside the 150-250 ms pauses of a
+    question still being asked: 1.42-1.58 requests per turn on dev instead of 1.25."""
     min_speech_ms: int = Field(default=150, ge=30, le=5000)
     """Shorter voiced bursts (clicks, coughs) never start an utterance."""
     onset_window_ms: int = Field(default=300, ge=30, le=5000)
