@@ -163,7 +163,7 @@ def run(settings: Settings, args: argparse.Namespace) -> dict[str, Any]:
 
 def mode_settings(settings: Settings, mode: str) -> tuple[Mode, Settings]:
     """The mode named by ``mode`` and the settings it runs with: ``ours@vad.hangover_ms=30``
-    is ``ours`` with that setting changed (checked like the settings file's values)."""
+    is ``ours`` with that setting changed, on a copy, by the settings' own validation."""
     base, *changes = mode.split("@")
     if base not in MODES:
         raise SystemExit(f"--modes: unknown mode {base!r}; choose from {', '.join(MODES)}")
