@@ -44,7 +44,7 @@ class VadConfig(_Section):
     """Trailing unvoiced audio still sent to ASR with an utterance (softens cut-offs); the
     pause pass waits for it.  30 ms (the first unvoiced frame) hears the same words as
     often and guesses 12-49 ms sooner, but then also inside the 150-250 ms pauses of a
-    question still being asked: 1.42-1.58 requests per turn on dev instead of 1.25."""
+    question still being asked: 1.42-1.54 requests per turn on dev instead of 1.25."""
     min_speech_ms: int = Field(default=150, ge=30, le=5000)
     """Shorter voiced bursts (clicks, coughs) never start an utterance."""
     onset_window_ms: int = Field(default=300, ge=30, le=5000)
