@@ -233,6 +233,7 @@ class Listener:
         events: list[Event] = []
         if step.paused:
             self._recognizer.pause()
+            self._warm_signals()
             events.append(VadEvent(t=self._clock.now(), speech=False))
         elif step.resumed:
             events.append(VadEvent(t=self._clock.now(), speech=True))
@@ -240,6 +241,15 @@ class Listener:
         if not decisions and self._recognizer.duration() >= self._settings.asr.max_utterance_s:
             decisions = self._endpointer.force(frame.end)
         return events + self._apply(decisions)
+
+    def _warm_signals(self) -> None:
+        """The speaker paused: score the newest partial's words while the pass that hears
+        the pause decodes (lock held).  That pass's words are often the same, else they
+        begin alike, so its score comes from the words model's cache or a warm prefix; a
+        guess on words without "?" waits for that score (see :mod:`app.turns.policy`)."""
+        text = self._endpointer.text
+        if self._scoring and self._signals and self._turn is not None and text:
+            self._signals.submit(SignalRequest(self._turn, text, self._audio_now, warm_only=True))
 
     def _speech_started(self, onset: list[AudioFrame]) -> list[Event]:
         """A new voiced run: a new turn, or the continuation of the one just ended."""

@@ -7,6 +7,8 @@ import itertools
 import json
 import subprocess
 import sys
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -26,6 +28,7 @@ from app.events import (
     VadEvent,
 )
 from app.listener import Listener
+from app.turns.signals import SignalRequest, SignalResult, TurnSignals
 from devtools.bench.corpus import wer, words
 from tests.speech import concat, speech_bounds, synth, trimmed, write_wav
 
@@ -33,14 +36,16 @@ QUESTION = "What is the difference between a process and a thread, and when woul
 
 
 def replay(decoder: WhisperDecoder, path: Path, speed: float = 4.0,
-           settings: Settings | None = None) -> tuple[list[Event], Listener]:
+           settings: Settings | None = None,
+           turn_signals: Callable[[], TurnSignals] | None = None) -> tuple[list[Event], Listener]:
     events: list[Event] = []
     bus = EventBus()
     bus.subscribe(events.append)
     clock = SessionClock()
     source = FileSource(path, clock, speed=speed)
     turns = itertools.count(1)
-    transcriber = Listener(source, decoder, settings or Settings(), bus, clock, lambda: next(turns))
+    transcriber = Listener(source, decoder, settings or Settings(), bus, clock, lambda: next(turns),
+                           turn_signals=turn_signals)
     transcriber.start()
     assert transcriber.finish(timeout=60)
     transcriber.stop()
@@ -83,6 +88,31 @@ def test_endpoint_and_speculation_come_after_the_speech(decoder: WhisperDecoder)
     final = of(events, FinalEvent)[0]
     assert speech_end < speculate.t < speech_end + 0.6
     assert speculate.t <= endpoint.t <= final.t < speech_end + 1.0
+
+
+def test_a_pause_has_the_newest_words_scored_before_the_pass_that_hears_it_lands(
+        decoder: WhisperDecoder) -> None:
+    """A guess on words without "?" waits for the words model: scored while the pause pass
+    decodes, its verdict is there when that pass lands instead of a model call later."""
+    scored: list[tuple[float, SignalRequest]] = []
+
+    class Recording(TurnSignals):
+        def score(self, request: SignalRequest) -> SignalResult:
+            scored.append((time.monotonic(), request))
+            return super().score(request)
+
+    def load() -> TurnSignals:
+        loaded = TurnSignals.load(Settings().turns, "en")
+        return Recording(loaded.words, loaded.sound, loaded.status)
+
+    events, _ = replay(decoder, synth("Tell me about a project you are proud of.", lead_s=2.0),
+                       speed=1.0, turn_signals=load)
+    warm = [(t, r) for t, r in scored if r.warm_only]
+    partials = {p.hypothesis for p in of(events, PartialEvent)}
+    assert warm and all(r.text in partials for _, r in warm)  # the newest partial's words
+    final = of(events, FinalEvent)[0]
+    current = [t for t, r in scored if not r.warm_only and r.text == final.text]
+    assert current and any(t < current[0] for t, _ in warm)  # before the pass that heard it all
 
 
 def test_replay_clock_matches_the_audio(decoder: WhisperDecoder) -> None:

@@ -100,6 +100,51 @@ def test_the_worker_scores_off_the_callers_thread_and_keeps_only_the_newest() ->
     assert results[-1].words_logp is not None
 
 
+def _idle(worker: SignalWorker) -> None:
+    deadline = time.monotonic() + 30
+    while not worker.idle() and time.monotonic() < deadline:
+        time.sleep(0.01)
+
+
+def test_a_warm_up_request_fills_the_cache_and_delivers_nothing() -> None:
+    results: list[SignalResult] = []
+    worker = SignalWorker(lambda: TurnSignals.load(TurnConfig(), "en"), results.append)
+    worker.start()
+    try:
+        assert worker.ready.wait(60)
+        assert worker.signals is not None and worker.signals.words is not None
+        words = worker.signals.words
+        worker.submit(SignalRequest(1, QUESTIONS[3], 1.0, warm_only=True))  # the pause began
+        _idle(worker)
+        assert results == []
+        calls = words.calls
+        worker.submit(SignalRequest(1, QUESTIONS[3], 1.2))  # the pass that heard it all: same words
+        _idle(worker)
+    finally:
+        worker.stop()
+    assert words.calls == calls  # scored from the cache
+    assert [(r.text, r.audio_end) for r in results] == [(QUESTIONS[3], 1.2)]
+
+
+def test_a_warm_up_request_never_replaces_one_waiting() -> None:
+    results: list[SignalResult] = []
+    loading = threading.Event()
+    load = lambda: (loading.wait(60), TurnSignals.load(TurnConfig(), "en"))[1]  # noqa: E731
+    worker = SignalWorker(load, results.append)
+    worker.start()
+    try:
+        worker.submit(SignalRequest(1, QUESTIONS[0], 1.0))  # waits while the model loads
+        worker.submit(SignalRequest(1, QUESTIONS[1], 1.1, warm_only=True))
+        loading.set()
+        assert worker.ready.wait(60)
+        _idle(worker)
+    finally:
+        worker.stop()
+    assert [r.text for r in results] == [QUESTIONS[0]]
+    assert worker.signals is not None and worker.signals.words is not None
+    assert worker.signals.words.calls == 1  # the warm-up was dropped, not scored
+
+
 def test_a_missing_signal_leaves_the_rules_and_says_so() -> None:
     zh = TurnSignals.load(TurnConfig(), "zh")
     assert zh.words is None and "not used for 'zh'" in zh.status and "text rules decide" in zh.status

@@ -104,6 +104,11 @@ class Endpointer:
     def turn(self) -> int | None:
         return self._turn.id if self._turn else None
 
+    @property
+    def text(self) -> str:
+        """The open turn's newest partial ("" before the first)."""
+        return self._turn.text if self._turn else ""
+
     def speech_started(self, turn: int, t: float) -> None:
         self._turn = _Turn(id=turn, last_voiced_end=t)
 

@@ -36,6 +36,9 @@ class SignalRequest:
     """Audio-clock end of the audio the partial was decoded from."""
     audio: npt.NDArray[np.int16] | None = None
     """The utterance's audio up to ``audio_end`` (16 kHz), for Smart Turn; None: no sound."""
+    warm_only: bool = False
+    """Score only to fill the models' caches: no result is delivered (see
+    :meth:`SignalWorker.submit`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,8 +132,12 @@ class SignalWorker:
             self._thread.join(timeout)
 
     def submit(self, request: SignalRequest) -> None:
-        """Score this next; a request still waiting is dropped (it is older)."""
+        """Score this next; a request still waiting is dropped (it is older).  A warm-up
+        request never replaces one waiting: it only makes a later request for the same
+        words a cache hit (or one for words that begin alike cheaper)."""
         with self._cond:
+            if request.warm_only and self._pending is not None:
+                return
             self._pending = request
             self._cond.notify_all()
 
@@ -160,7 +167,9 @@ class SignalWorker:
                 self._busy = True
             try:
                 assert request is not None
-                self._on_result(self.signals.score(request))
+                result = self.signals.score(request)
+                if not request.warm_only:
+                    self._on_result(result)
             except Exception:
                 log.exception("end-of-turn result handler failed")
             finally:
