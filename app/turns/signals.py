@@ -37,7 +37,7 @@ class SignalRequest:
     audio: npt.NDArray[np.int16] | None = None
     """The utterance's audio up to ``audio_end`` (16 kHz), for Smart Turn; None: no sound."""
     warm_only: bool = False
-    """Score only to fill the models' caches: no result is delivered (see
+    """Score only to fill the words model's cache: no result is delivered (see
     :meth:`SignalWorker.submit`)."""
 
 
