@@ -16,9 +16,19 @@ import pytest
 
 from app.asr.decoder import WhisperDecoder
 from app.config import Settings
-from app.events import Event, FinalEvent, PartialEvent, SessionStateEvent
+from app.events import (
+    AnswerDoneEvent,
+    Event,
+    FinalEvent,
+    PartialEvent,
+    SessionStateEvent,
+    StatusEvent,
+    VadEvent,
+)
+from app.llm.endpoint import LlmEndpoint
 from app.llm.local_server import llama_cpp_available
 from app.session import Session
+from devtools.fake_server import FakeServer, Profile
 from tests.speech import synth
 from tests.test_audio_device import SPEC, PulseDaemon, needs_pulse, pulse  # noqa: F401 - the fixture
 
@@ -71,10 +81,6 @@ def test_stop_then_start_keeps_turn_ids_unique(decoder: WhisperDecoder) -> None:
 def test_a_local_replay_started_again_keeps_its_answer_engine(decoder: WhisperDecoder) -> None:
     """A replay with a local LLM brings its answer engine up before it plays: Start after
     Stop must reuse it, or the first one would answer every question a second time."""
-    from app.events import AnswerDoneEvent
-    from app.llm.endpoint import LlmEndpoint
-    from devtools.fake_server import FakeServer, Profile
-
     with FakeServer(Profile(answer_tokens=3), api_key="sk-good") as server:
         session = Session(Settings(), audio_file=synth(QUESTION), speed=2.0, decoder=decoder,
                           llm=LlmEndpoint(server.start(), "sk-good", "gpt-4o-mini", local=True))
@@ -202,10 +208,6 @@ def test_a_replay_with_a_local_llm_plays_once_answers_are_ready(decoder: Whisper
     """The embedded LLM reads its prompt for seconds before it can answer: a recording
     played meanwhile had its first question answered that much later than a live one.
     A remote endpoint's warm-up (here slow) never holds the captions back."""
-    from app.events import StatusEvent, VadEvent
-    from app.llm.endpoint import LlmEndpoint
-    from devtools.fake_server import FakeServer, Profile
-
     warm_at_first_sound: list[bool] = []
     statuses: list[str] = []
 
