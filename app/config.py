@@ -127,8 +127,15 @@ class TurnConfig(_Section):
 
     speculate_silence_ms: int = Field(default=250, ge=0, le=5000)
     speculate_min_pause_ms: int = Field(default=150, ge=0, le=5000)
-    """End-word and long-question guesses wait for this much silence: shorter gaps are
-    between words (and commas) of a question still being asked."""
+    """Guesses on words the signals call finished (by the rules: end-word and
+    long-question guesses) wait for this much silence: shorter gaps are between words
+    (and commas) of a question still being asked."""
+    speculate_unsure_ms: int = Field(default=250, ge=0, le=5000)
+    """With the words model on, a guess on words it does not call finished (an unsure
+    verdict, or no verdict yet) waits for this much silence: longer than the 150-250 ms
+    pauses between the words of a question still being asked, where a quick recogniser's
+    partial ("What is your biggest?") would otherwise be guessed and thrown away.  Words
+    called finished are guessed after ``speculate_min_pause_ms``."""
     speculate_min_question_chars: int = Field(default=30, ge=1, le=1000)
     endpoint_silence_ms: int = Field(default=800, ge=100, le=10000)
     """The turn is over after this much silence..."""

@@ -246,7 +246,7 @@ class Listener:
         """The speaker paused: score the newest partial's words while the pass that hears
         the pause decodes (lock held).  That pass's words are often the same, else they
         begin alike, so its score comes from the words model's cache or a warm prefix; a
-        guess on words without "?" waits for that score (see :mod:`app.turns.policy`)."""
+        guess waits for that score unless the words end in a tag (see :mod:`app.turns.policy`)."""
         text = self._endpointer.text
         if self._scoring and self._signals and self._turn is not None and text:
             self._signals.submit(SignalRequest(self._turn, text, self._audio_now, warm_only=True))

@@ -34,7 +34,7 @@ def test_unsure_signals_never_wait_longer_than_the_rules_would() -> None:
     # unsure about it do not stretch that to the middle wait (they may only shorten it)...
     twice = TextCues(question=True, question_streak=2)
     wait = decide(CFG, twice, Evidence(words_logp=-14.5))
-    assert (wait.verdict, wait.endpoint_ms, wait.speculate_ms) == ("uncertain", 400, 150)
+    assert (wait.verdict, wait.endpoint_ms, wait.speculate_ms) == ("uncertain", 400, 250)
     once = TextCues(question=True, question_streak=1)
     assert decide(CFG, once, Evidence(words_logp=-14.5)).endpoint_ms == 600
     # ...even doubtful words (the "?" keeps the sum above "incomplete"); the speaker's own
@@ -42,6 +42,22 @@ def test_unsure_signals_never_wait_longer_than_the_rules_would() -> None:
     assert decide(CFG, twice, Evidence(words_logp=-20.0)).endpoint_ms == 400
     assert decide(CFG, twice, Evidence(words_logp=-14.5), learned_pause_ms=560).endpoint_ms == 700
     assert decide(CFG, TextCues(), Evidence(words_logp=-20.0)).endpoint_ms == 1200
+
+
+def test_only_words_called_finished_are_guessed_inside_a_pause_between_words() -> None:
+    # "What is your biggest?" in a 180 ms gap before "weakness": the "?" alone is no
+    # reason to guess before the pause outlasts one between words...
+    unsure = decide(CFG, TextCues(question=True), Evidence(words_logp=-14.0))
+    assert (unsure.verdict, unsure.speculate_ms) == ("uncertain", CFG.speculate_unsure_ms)
+    # ...words the model calls finished are guessed as soon as the pause is a pause
+    finished = decide(CFG, TextCues(question=True), Evidence(words_logp=-8.0))
+    assert (finished.verdict, finished.speculate_ms) == ("complete", CFG.speculate_min_pause_ms)
+    # the setting is the dial: 150 guesses the unsure as early as the finished
+    early = CFG.model_copy(update={"speculate_unsure_ms": 150})
+    assert decide(early, TextCues(question=True), Evidence(words_logp=-14.0)).speculate_ms == 150
+    # never later than the endpoint itself
+    short = CFG.model_copy(update={"endpoint_uncertain_ms": 200, "speculate_unsure_ms": 300})
+    assert decide(short, TextCues(question=True), Evidence(words_logp=-14.0)).speculate_ms == 200
 
 
 def test_a_tag_outweighs_doubtful_words() -> None:
@@ -181,9 +197,12 @@ def test_the_interviewers_own_pauses_stretch_the_unsure_wait() -> None:
 def test_while_the_words_are_being_scored_the_guess_waits_for_them() -> None:
     pending = decide(CFG, TextCues(), Evidence(words_pending=True))
     assert (pending.endpoint_ms, pending.speculate_ms) == (800, 250)
-    # a text that sounds finished by itself does not wait for the model to guess
+    # a "?" waits for the verdict too (up to the unsure wait); a tag, finished by
+    # itself, does not
     asked = decide(CFG, TextCues(question=True), Evidence(words_pending=True))
-    assert (asked.endpoint_ms, asked.speculate_ms) == (800, CFG.speculate_min_pause_ms)
+    assert (asked.endpoint_ms, asked.speculate_ms) == (800, CFG.speculate_unsure_ms)
+    tagged = decide(CFG, TextCues(tag=True, question=True), Evidence(words_pending=True))
+    assert tagged.speculate_ms == CFG.speculate_min_pause_ms
     ep = started()
     ep.expect_words(True)
     speak_until(ep, 2.0)
@@ -197,3 +216,19 @@ def test_while_the_words_are_being_scored_the_guess_waits_for_them() -> None:
     out = ep.eot(1, text, 3.0, 3.16, words_logp=-4.0)
     assert out == [Speculate(1, text, "question")]  # the verdict came: guess at once
     assert isinstance(ep.tick(3.25)[0], Endpoint)
+
+
+def test_a_quick_partial_inside_a_pause_between_words_is_not_guessed_unless_called_finished() -> None:
+    # A fast recogniser hears "What is your biggest?" 160 ms into a 200 ms gap before
+    # "weakness?": unsure words wait for a pause longer than one between words...
+    ep = started()
+    ep.expect_words(True)
+    speak_until(ep, 2.0)
+    assert ep.partial(1, "What is your biggest?", "", 2.0, 2.16) == []
+    assert ep.eot(1, "What is your biggest?", 2.0, 2.17, words_logp=-14.0) == []
+    assert ep.tick(2.19) == []
+    speak_until(ep, 2.6, start=2.2)  # ...and the question went on: no request was wasted
+    text = "What is your biggest weakness?"
+    assert ep.partial(1, text, "", 2.6, 2.76) == []  # still being scored
+    # ...while words the model calls finished are guessed the moment the verdict lands
+    assert ep.eot(1, text, 2.6, 2.78, words_logp=-6.0) == [Speculate(1, text, "question")]

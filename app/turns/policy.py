@@ -19,17 +19,19 @@ longer than the rules did; the interviewer's own longer pauses still stretch it.
 today's rules decide: "?" or a tag twice in a row → the question wait, else the silence
 wait.
 
-The request should be on the wire before the endpoint fires: the guess goes out at the
-first current partial once the pause is a pause (``speculate_min_pause_ms``), except
-when more words are expected (incomplete, thinking): then ``speculate_lead_ms`` before
-the endpoint.  While the words model is still scoring a text that does not itself sound
-finished (no "?", tag or question word), the guess waits for its verdict or
-``speculate_silence_ms``, whichever comes first: pauses of 150-250 ms inside a question
-are common, and a guess on "why are you" is a request thrown away; a guess on "why are
-you interested in this role?" is worth its ~100 ms head start.  The listener has the
-newest partial scored the moment the pause begins, while the pass that hears the pause
-decodes, so that pass's verdict is usually there when it lands (the same words from the
-cache, or words that begin alike from a warm prefix), not ~50-70 ms later.
+The request should be on the wire before the endpoint fires.  Pauses of 150-250 ms
+inside a question are common, and how many of them a guess lands in depends on how fast
+the recogniser is, not on the speaker (a pass twice as fast guesses "What is your
+biggest?" before "…weakness?"), so the guess waits on evidence, not on the machine:
+words the signals call finished (complete) are guessed at the first current partial
+once the pause is a pause (``speculate_min_pause_ms``); words they are unsure of, or
+that the words model is still scoring, after ``speculate_unsure_ms`` (a pause longer
+than one between words; a text with no "?" or tag waits for ``speculate_silence_ms``);
+when more words are expected (incomplete, thinking), ``speculate_lead_ms`` before the
+endpoint.  A tag finishes a text by itself and never waits for the model.  The listener
+has the newest partial scored the moment the pause begins, while the pass that hears the
+pause decodes, so that pass's verdict is usually there when it lands (the same words
+from the cache, or words that begin alike from a warm prefix), not ~30-70 ms later.
 """
 
 from __future__ import annotations
@@ -95,10 +97,10 @@ def decide(cfg: TurnConfig, cues: TextCues, evidence: Evidence,
     rules = (_wait(cfg, "complete", cfg.endpoint_question_silence_ms, None) if cues.question_streak >= 2
              else _wait(cfg, "uncertain", cfg.endpoint_silence_ms, None))
     if evidence.words_logp is None and sound is None:
-        if evidence.words_pending and not (cues.question or cues.tag):
-            # words that do not sound finished may be called unfinished: a wasted request
-            return replace(rules, speculate_ms=min(rules.endpoint_ms,
-                                                   max(rules.speculate_ms, cfg.speculate_silence_ms)))
+        if evidence.words_pending and not cues.tag:
+            # not called finished yet, and may be called unfinished: a wasted request
+            hold = cfg.speculate_unsure_ms if cues.question else cfg.speculate_silence_ms
+            return replace(rules, speculate_ms=min(rules.endpoint_ms, max(rules.speculate_ms, hold)))
         return rules
     score = 1.0 if cues.tag else 0.5 if cues.question else 0.0
     if evidence.words_logp is not None:
@@ -112,7 +114,8 @@ def decide(cfg: TurnConfig, cues: TextCues, evidence: Evidence,
     middle = min(float(cfg.endpoint_uncertain_ms), rules.endpoint_ms)  # unsure is no reason to wait longer
     if learned_pause_ms is not None:
         middle = max(middle, min(LEARNED_PAUSE_FACTOR * learned_pause_ms, cfg.endpoint_incomplete_ms))
-    return _wait(cfg, "uncertain", middle, score)
+    unsure = _wait(cfg, "uncertain", middle, score)
+    return replace(unsure, speculate_ms=min(middle, max(unsure.speculate_ms, cfg.speculate_unsure_ms)))
 
 
 def _wait(cfg: TurnConfig, verdict: Verdict, endpoint_ms: float, score: float | None) -> Wait:
