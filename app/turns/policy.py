@@ -114,13 +114,15 @@ def decide(cfg: TurnConfig, cues: TextCues, evidence: Evidence,
     middle = min(float(cfg.endpoint_uncertain_ms), rules.endpoint_ms)  # unsure is no reason to wait longer
     if learned_pause_ms is not None:
         middle = max(middle, min(LEARNED_PAUSE_FACTOR * learned_pause_ms, cfg.endpoint_incomplete_ms))
-    unsure = _wait(cfg, "uncertain", middle, score)
-    return replace(unsure, speculate_ms=min(middle, max(unsure.speculate_ms, cfg.speculate_unsure_ms)))
+    return _wait(cfg, "uncertain", middle, score)
 
 
 def _wait(cfg: TurnConfig, verdict: Verdict, endpoint_ms: float, score: float | None) -> Wait:
-    if verdict in ("complete", "uncertain"):
+    """``score`` None: the rules decided (no model voted), and they guess unsure words early."""
+    if verdict == "complete" or (verdict == "uncertain" and score is None):
         speculate = float(cfg.speculate_min_pause_ms)
+    elif verdict == "uncertain":
+        speculate = float(max(cfg.speculate_min_pause_ms, cfg.speculate_unsure_ms))
     else:
         speculate = max(float(cfg.speculate_silence_ms), endpoint_ms - cfg.speculate_lead_ms)
     return Wait(verdict, float(endpoint_ms), min(speculate, endpoint_ms), score)
