@@ -10,6 +10,7 @@ import webrtcvad
 from app.audio.frames import FRAME_SAMPLES, SAMPLE_RATE, AudioFrame
 from app.config import VadConfig
 from app.vad.detector import VoiceDetector
+from app.vad.noise_floor import NoiseFloor
 from tests.noise import mix, pink_noise
 from tests.speech import read_wav, synth, trimmed
 
@@ -68,10 +69,13 @@ def last_voice_after(voiced: list[float], end: float) -> float:
 
 def test_pause_found_over_pink_noise_at_minus_42_dbfs_within_300_ms() -> None:
     samples, spans = questions_over_room_tone(-42.0)
-    onsets, voiced = run(VoiceDetector(VadConfig()), samples)
+    config = VadConfig()
+    onsets, voiced = run(VoiceDetector(config), samples)
     assert len(onsets) == len(spans)
     for onset, (start, end) in zip(onsets, spans, strict=True):
-        assert abs(onset - start) < 0.4
+        # room tone out of digital silence may open the utterance (no floor for its first
+        # 300 ms, see NoiseFloor): never before it (with the pre-roll), never late
+        assert start - 0.6 - config.pre_roll_ms / 1000 - 0.03 <= onset < start + 0.4
         assert -0.3 < last_voice_after(voiced, end) <= 0.3
 
 
@@ -81,6 +85,51 @@ def test_without_the_noise_floor_the_room_tone_is_speech() -> None:
     samples, spans = questions_over_room_tone(-42.0)
     _, voiced = run(VoiceDetector(VadConfig(noise_margin_db=0.0)), samples)
     assert last_voice_after(voiced, spans[1][1]) > 1.0
+
+
+def test_speech_resumed_out_of_a_silent_pause_starts_within_200_ms() -> None:
+    """A question goes on after a pause of digital silence (gated or synthesized audio),
+    after its turn was ended: the resumed words start an utterance as soon as an onset
+    can count (150 ms of voice), which is what withdrawing the answer shown waits for.
+
+    With silent pauses the window's only frames are speech, and its quietest one is no
+    room: "Especially" opens ~10 dB below the body of the words, and judged against that
+    floor it started speech ~280 ms after it began."""
+    first = read_wav(trimmed(synth("Can you describe your current role?", lead_s=0.2)))
+    then = read_wav(trimmed(synth("Especially the on-call part.", lead_s=0.2)))
+    pause = np.zeros(int(0.55 * SAMPLE_RATE), dtype=np.int16)
+    samples = np.concatenate([first, pause, then, pause])
+    paused, resumed = len(first) / SAMPLE_RATE, (len(first) + len(pause)) / SAMPLE_RATE
+    detector = VoiceDetector(VadConfig())
+    onsets_after_resume = []
+    for frame in frames_of(samples):
+        if paused + 0.3 <= frame.t < paused + 0.33:
+            detector.request_end()  # the turn ended inside the pause
+        if detector.process(frame).onset and frame.t > paused:
+            onsets_after_resume.append(frame.end - resumed)
+    assert len(onsets_after_resume) == 1
+    assert 0.0 < onsets_after_resume[0] <= 0.2
+
+
+def test_no_floor_until_300_ms_of_signal_after_digital_silence() -> None:
+    """Digital silence is never the floor, and what comes out of it is judged without
+    one until 300 ms of signal are heard; then the room heard before it counts again."""
+    floor = NoiseFloor(window_s=3.0, margin_db=12.0)
+    t = 0.0
+
+    def feed(level_db: float, frames: int) -> float:
+        nonlocal t
+        for _ in range(frames):
+            t += 0.03
+            floor.update(level_db, t)
+        return floor.floor_db
+
+    assert feed(-50.0, 9) == -120.0  # too little heard yet
+    assert feed(-50.0, 1) == -50.0
+    assert feed(-120.0, 5) == -120.0
+    assert feed(-30.0, 9) == -120.0
+    assert feed(-30.0, 1) == -50.0
+    assert floor.above(-37.0) and not floor.above(-39.0)
 
 
 def test_room_tone_alone_starts_no_utterance() -> None:

@@ -11,14 +11,22 @@ A frame is loud enough to be speech when it is ``margin_db`` above that floor: 3
 frames of steady pink noise stay within ~11 dB of their 3-second minimum (measured), so
 12 dB keeps noise out while speech, 20 dB or more above a room's tone, stays in.
 
-Frames with no signal at all (below one int16 step, -90 dBFS: a muted device, or system
-audio with nothing playing, which a call fills with its own noise once it plays) say
-nothing about the room and are left out; otherwise they would pin the floor at -120.
-The window is one of audio time, though: what was heard more than ``window_s`` ago is
-forgotten even across such silence, so a door slam before a long silence does not
-become the floor the next question has to clear.  Until ``MIN_HISTORY_FRAMES`` (300 ms)
-of signal are in the window there is no floor (speech that starts right after silence
-must not become its own floor).
+Frames with no signal at all (below one int16 step, -90 dBFS: a muted device, system
+audio with nothing playing, the pauses of gated or synthesized speech) say nothing about
+the room and never become the floor; otherwise they would pin it at -120.  They do end
+what the floor may judge, though: until ``MIN_SIGNAL_FRAMES`` (300 ms) of signal have
+been heard since the last of them, there is no floor, as at the start of a stream.  When
+the pauses are silent the window holds only speech, and its quietest frame is a quiet
+syllable, not the room: speech resumed after such a pause ("…your role? | Especially…")
+opens ~10 dB below the body of its words and would otherwise start an utterance ~280 ms
+late instead of ~130.  300 ms is the onset window: an onset is counted (150 ms of voice)
+before any floor judges it.  The cost: room tone that starts out of digital silence (a
+call connecting on a silent loopback) may open an utterance in those 300 ms; the floor
+learned from it then finds its pause as usual.
+
+The window is one of audio time: what was heard more than ``window_s`` ago is forgotten
+even across silence, so a door slam before a long silence does not become the floor the
+next question has to clear.
 """
 
 from __future__ import annotations
@@ -29,7 +37,7 @@ from app.audio.frames import FRAME_MS
 from app.audio.level import SILENCE_DBFS as SILENT_DB
 
 NO_SIGNAL_DB = -90.0
-MIN_HISTORY_FRAMES = 10
+MIN_SIGNAL_FRAMES = 10
 
 
 class NoiseFloor:
@@ -38,12 +46,14 @@ class NoiseFloor:
         self._levels: collections.deque[tuple[float, float]] = collections.deque(
             maxlen=max(1, round(window_s * 1000 / FRAME_MS)))
         """(audio time, level) of the window's frames that had a signal."""
+        self._heard = 0
+        """Frames with a signal since the last one without (or the start)."""
         self.margin_db = margin_db
 
     @property
     def floor_db(self) -> float:
-        """Quietest frame level of the window (dBFS); -120 while there is no floor yet."""
-        if len(self._levels) < MIN_HISTORY_FRAMES:
+        """Quietest frame level of the window (dBFS); -120 while there is no floor."""
+        if self._heard < MIN_SIGNAL_FRAMES:
             return SILENT_DB
         return min(level for _, level in self._levels)
 
@@ -53,6 +63,9 @@ class NoiseFloor:
             self._levels.popleft()
         if level_db > NO_SIGNAL_DB:
             self._levels.append((t, level_db))
+            self._heard += 1
+        else:
+            self._heard = 0
 
     def above(self, level_db: float) -> bool:
         """Is a frame at ``level_db`` loud enough over the room to be speech?"""
