@@ -21,6 +21,8 @@ def frames_of(samples: np.ndarray) -> list[AudioFrame]:
             for i in range(n)]
 
 
+ROOM_LEAD_S = 0.6
+"""Room tone before each question in :func:`questions_over_room_tone`."""
 QUESTIONS = ("Tell me about the last project you worked on.", "Why do you want to leave your current job?")
 
 
@@ -39,9 +41,9 @@ def questions_over_room_tone(dbfs: float = -42.0) -> tuple[np.ndarray, list[tupl
         speech = read_wav(trimmed(synth(text, lead_s=0.2)))
         parts.append(np.zeros(2 * SAMPLE_RATE, dtype=np.int16))
         t += 2.0
-        room = pink_noise(0.6 + len(speech) / SAMPLE_RATE + 2.5, dbfs, seed=seed)
-        parts.append(mix(speech, room, int(0.6 * SAMPLE_RATE)))
-        spans.append((t + 0.6, t + 0.6 + len(speech) / SAMPLE_RATE))
+        room = pink_noise(ROOM_LEAD_S + len(speech) / SAMPLE_RATE + 2.5, dbfs, seed=seed)
+        parts.append(mix(speech, room, int(ROOM_LEAD_S * SAMPLE_RATE)))
+        spans.append((t + ROOM_LEAD_S, t + ROOM_LEAD_S + len(speech) / SAMPLE_RATE))
         t += len(parts[-1]) / SAMPLE_RATE
     return np.concatenate(parts), spans
 
@@ -75,7 +77,7 @@ def test_pause_found_over_pink_noise_at_minus_42_dbfs_within_300_ms() -> None:
     for onset, (start, end) in zip(onsets, spans, strict=True):
         # room tone out of digital silence may open the utterance (no floor for its first
         # 300 ms, see NoiseFloor): never before it (with the pre-roll), never late
-        assert start - 0.6 - config.pre_roll_ms / 1000 - 0.03 <= onset < start + 0.4
+        assert start - ROOM_LEAD_S - config.pre_roll_ms / 1000 - 0.03 <= onset < start + 0.4
         assert -0.3 < last_voice_after(voiced, end) <= 0.3
 
 
