@@ -251,6 +251,21 @@ def test_chinese_sign_offs_are_dropped_only_alone_and_unsure() -> None:
     assert not is_hallucination(_hyp("谢谢，那我们开始吧。", -0.7))
 
 
+@pytest.mark.parametrize("text", ["以下是普通话的句子。", "这三位是普通话的句子。", "以下是普通話的句子",
+                                  "普通话的句子"])
+def test_an_echo_of_the_initial_prompt_is_a_hallucination(text: str) -> None:
+    """Over speech it cannot make out (espeak-ng's Mandarin voice), base wrote
+    "这三位是普通话的句子。" at a log-prob of -0.92 to -1.00 and a no-speech score of 0.19-0.34:
+    the prompt that steers the script, said back."""
+    assert is_hallucination(_hyp(text, -0.9))
+
+
+@pytest.mark.parametrize("text", ["你会说普通话吗？", "你的普通话说得怎么样？",
+                                  "以下是我们的问题：为什么选我们？"])
+def test_a_question_sharing_a_few_words_with_the_prompt_is_kept(text: str) -> None:
+    assert not is_hallucination(_hyp(text, -0.9))
+
+
 def test_chinese_loops_are_cut() -> None:
     looped = "数据库索引为什么能加快查询?" * 4
     assert cut_repetition(looped) == "数据库索引为什么能加快查询?"

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from difflib import SequenceMatcher
 
 from app.asr.decoder import Hypothesis
+from app.asr.script import INITIAL_PROMPTS
 from app.text import has_cjk, segment_key, segments
 
 # What tiny/base models typically say over non-speech; only dropped when alone.
@@ -23,6 +25,14 @@ _NON_SPEECH_ZH = re.compile(
     "|字幕(?:由|by|提供|制作|製作)|(?:提供|制作|製作)字幕|amara\\.org|[优優][优優][独獨][播]"
     "|欢迎订阅|歡迎訂閱|订阅我的频道|訂閱我的頻道"
 )
+
+
+def _bare(text: str) -> str:
+    return "".join(ch for ch in text if ch.isalnum())
+
+
+_PROMPTS = {_bare(prompt) for prompt in INITIAL_PROMPTS.values()}
+"""The prompts Chinese passes are steered with, punctuation aside (both scripts)."""
 
 
 def is_hallucination(h: Hypothesis, *, no_speech_threshold: float = 0.6,
@@ -43,10 +53,22 @@ def is_hallucination(h: Hypothesis, *, no_speech_threshold: float = 0.6,
     if h.compression_ratio > compression_threshold:
         return True
     folded = unicodedata.normalize("NFKC", text).lower()
-    if has_cjk(folded) and _NON_SPEECH_ZH.search(folded.replace(" ", "")):
+    if has_cjk(folded) and (_NON_SPEECH_ZH.search(folded.replace(" ", "")) or _echoes_prompt(folded)):
         return True
     alone = folded.rstrip("。！!.，, ") if has_cjk(folded) else folded
     return alone in _NON_SPEECH_PHRASES and h.avg_logprob < -0.5
+
+
+def _echoes_prompt(folded: str) -> bool:
+    """Over audio it cannot make out, Whisper says its prompt back ("这三位是普通话的句子。"
+    for "以下是普通话的句子。").  Two thirds of a prompt in one run is that echo; a question
+    that names Mandarin ("你会说普通话吗？") shares three characters of it."""
+    bare = _bare(folded)
+    for prompt in _PROMPTS:
+        run = SequenceMatcher(None, bare, prompt, autojunk=False).find_longest_match()
+        if run.size * 3 >= len(prompt) * 2:
+            return True
+    return False
 
 
 def cut_repetition(text: str, *, max_repeats: int = 3) -> str:
