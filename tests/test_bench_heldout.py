@@ -10,6 +10,7 @@ import pytest
 
 from devtools.bench import heldout
 from devtools.bench.corpus import load_corpus
+from devtools.bench.synth import write_wav
 from tests.speech import read_wav, speech_bounds
 
 LOUD = round(32768 * 10 ** (-50 / 20))
@@ -44,4 +45,19 @@ def test_room_tone_is_added_at_the_asked_level(tmp_path: Path, monkeypatch: pyte
     samples = read_wav(tmp_path / "q01.wav").astype(np.float64)
     lead = samples[: int(0.5 * 16_000)]  # before the speech: room tone only
     rms_db = 20 * np.log10(np.sqrt(np.mean(lead**2)) / 32768)
+    assert -45.0 < rms_db < -39.0
+
+
+def test_a_corpus_you_have_is_put_over_room_tone(tmp_path: Path) -> None:
+    source, out = tmp_path / "dev", tmp_path / "dev-noisy"
+    source.mkdir()
+    write_wav(source / "q01.wav", np.zeros(16_000))
+    manifest = [{"file": "q01.wav", "text": "你为什么想加入我们？", "speech_start_s": 0.2,
+                 "speech_end_s": 0.8, "pauses": []}]
+    (source / "manifest.json").write_text(json.dumps(manifest, ensure_ascii=False), encoding="utf-8")
+    heldout.over_room_tone(source, out, noise_dbfs=-42.0)
+    assert json.loads((out / "manifest.json").read_text(encoding="utf-8")) == manifest
+    samples = read_wav(out / "q01.wav").astype(np.float64)
+    assert len(samples) == 16_000
+    rms_db = 20 * np.log10(np.sqrt(np.mean(samples**2)) / 32768)
     assert -45.0 < rms_db < -39.0

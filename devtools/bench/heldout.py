@@ -10,6 +10,12 @@ in production, not just tutorials."), optionally over pink room tone::
     python -m devtools.bench.heldout /tmp/heldout/en-noisy --noise-dbfs -42
     interview-copilot bench turns --corpus /tmp/heldout/en --modes rules,ours
 
+``--over CORPUS`` puts a corpus you already have (``dev-zh``, whose one voice no other
+synthesizer here speaks) in a room it never had: the same clips and manifest over pink
+room tone::
+
+    python -m devtools.bench.heldout /tmp/heldout/zh-noisy --noise-dbfs -42 --over ../shared/corpus/dev-zh
+
 Measure on it; never tune on it (then it is no longer held out).
 """
 
@@ -22,6 +28,7 @@ from pathlib import Path
 import numpy as np
 
 from app.audio.frames import SAMPLE_RATE
+from devtools.bench.corpus import read_audio
 from devtools.bench.synth import pink_noise, speak, write_wav
 
 QUESTIONS: tuple[tuple[tuple[str, ...], str], ...] = (
@@ -65,7 +72,7 @@ def build(out: Path, noise_dbfs: float | None = None) -> None:
         pieces.append(np.zeros(round(TAIL_S * SAMPLE_RATE)))
         audio = np.concatenate(pieces)
         if noise_dbfs is not None:
-            audio += pink_noise(len(audio) / SAMPLE_RATE + 1, noise_dbfs, seed=number)[: len(audio)]
+            audio = _with_room_tone(audio, noise_dbfs, seed=number)
         name = f"q{number:02d}.wav"
         write_wav(out / name, audio)
         manifest.append({"file": name, "text": " ".join(parts), "voice": voice, "speech_start_s": LEAD_S,
@@ -74,13 +81,37 @@ def build(out: Path, noise_dbfs: float | None = None) -> None:
     print(f"{len(manifest)} clips written to {out}")
 
 
+def over_room_tone(source: Path, out: Path, noise_dbfs: float) -> None:
+    """``source``'s clips over pink room tone, with its manifest (seeds of their own, so
+    no clip shares its tone with a held-out question)."""
+    out.mkdir(parents=True, exist_ok=True)
+    manifest = json.loads((source / "manifest.json").read_text(encoding="utf-8"))
+    for number, clip in enumerate(manifest, 1):
+        audio = read_audio(source / clip["file"]).astype(np.float64)
+        write_wav(out / clip["file"], _with_room_tone(audio, noise_dbfs, seed=100 + number))
+    (out / "manifest.json").write_text(json.dumps(manifest, ensure_ascii=False, indent=1), encoding="utf-8")
+    print(f"{len(manifest)} clips of {source} over room tone written to {out}")
+
+
+def _with_room_tone(audio: np.ndarray, noise_dbfs: float, seed: int) -> np.ndarray:
+    return audio + pink_noise(len(audio) / SAMPLE_RATE + 1, noise_dbfs, seed=seed)[: len(audio)]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("out", type=Path)
     parser.add_argument("--noise-dbfs", type=float, default=None, help="pink room tone at this RMS level")
+    parser.add_argument("--over", type=Path, default=None, metavar="CORPUS",
+                        help="this corpus over room tone instead of the held-out questions "
+                             "(needs --noise-dbfs)")
     args = parser.parse_args()
-    build(args.out, args.noise_dbfs)
+    if args.over is None:
+        build(args.out, args.noise_dbfs)
+    elif args.noise_dbfs is None:
+        parser.error("--over needs --noise-dbfs")
+    else:
+        over_room_tone(args.over, args.out, args.noise_dbfs)
 
 
 if __name__ == "__main__":
