@@ -8,7 +8,7 @@ from difflib import SequenceMatcher
 
 from app.asr.decoder import Hypothesis
 from app.asr.script import INITIAL_PROMPTS
-from app.text import has_cjk, segment_key, segments
+from app.text import has_cjk, segment_key, segments, words
 
 # What tiny/base models typically say over non-speech; only dropped when alone.
 _NON_SPEECH_PHRASES = {
@@ -27,12 +27,8 @@ _NON_SPEECH_ZH = re.compile(
 )
 
 
-def _bare(text: str) -> str:
-    return "".join(ch for ch in text if ch.isalnum())
-
-
-_PROMPTS = {_bare(prompt) for prompt in INITIAL_PROMPTS.values()}
-"""The prompts Chinese passes are steered with, punctuation aside (both scripts)."""
+_PROMPTS = {tuple(words(prompt)) for prompt in INITIAL_PROMPTS.values()}
+"""The prompts Chinese passes are steered with, as words (both scripts)."""
 
 
 def is_hallucination(h: Hypothesis, *, no_speech_threshold: float = 0.6,
@@ -63,9 +59,9 @@ def _echoes_prompt(folded: str) -> bool:
     """Over audio it cannot make out, Whisper says its prompt back ("这三位是普通话的句子。"
     for "以下是普通话的句子。").  Two thirds of a prompt in one run is that echo; a question
     that names Mandarin ("你会说普通话吗？") shares three characters of it."""
-    bare = _bare(folded)
+    said = words(folded)
     for prompt in _PROMPTS:
-        run = SequenceMatcher(None, bare, prompt, autojunk=False).find_longest_match()
+        run = SequenceMatcher(None, said, prompt, autojunk=False).find_longest_match()
         if run.size * 3 >= len(prompt) * 2:
             return True
     return False
