@@ -142,7 +142,8 @@ class TurnConfig(_Section):
     endpoint_silence_ms: int = Field(default=800, ge=100, le=10000)
     """The turn is over after this much silence..."""
     endpoint_question_silence_ms: int = Field(default=400, ge=50, le=10000)
-    """...or this much once the partial ended in "?" (or an end word) twice in a row: long
+    """...or this much once the partial ended in "?" (an end word, a final particle, or a
+    Chinese question word before "。", see ``question_words``) twice in a row: long
     enough for the speculative answer's first token to be there at confirmation..."""
     endpoint_question_silence_local_ms: int = Field(default=300, ge=50, le=10000)
     """...the same with the embedded local LLM, whose first token comes ~100 ms after the
@@ -165,7 +166,8 @@ class TurnConfig(_Section):
     question_words: dict[str, list[str]] = Field(
         default_factory=lambda: {"en": [], "zh": ["什么", "怎么", "为什么", "哪", "多少"]})
     """Words that make a sentence a question wherever they stand (worth half a vote, as
-    a "?"); English ones open questions that may still go on, so there are none."""
+    a "?"); a sentence the recogniser closed with "。" holding one counts as one ending in
+    "?" for the rules.  English ones open questions that may still go on, so there are none."""
     thinking_words: dict[str, list[str]] = Field(
         default_factory=lambda: {
             "en": ["and", "so", "but", "or", "because", "like", "then", "um", "uh", "the", "a"],

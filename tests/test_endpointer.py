@@ -81,6 +81,41 @@ def test_chinese_end_words() -> None:
     assert ep.partial(1, "你用过 Kubernetes，对吧？", "", 1.5, 1.65)[0].reason == "end_word"  # type: ignore[union-attr]
 
 
+def _endpoint_after(language: str, *partials: str) -> float | None:
+    """Seconds of silence after which the turn ends, the voice stopping at 2.0 s and the
+    partials landing one after another up to it."""
+    ep = started(language=language)
+    speak_until(ep, 2.0)
+    for i, text in enumerate(partials):
+        ep.partial(1, text, "", 2.0 - 0.1 * (len(partials) - 1 - i), 2.0)
+    t = 2.0
+    while t < 3.5:
+        t = round(t + 0.03, 3)
+        if any(isinstance(d, Endpoint) for d in ep.tick(t)):
+            return round(t - 2.0, 2)
+    return None
+
+
+def test_a_chinese_wh_question_closed_with_a_full_stop_ends_like_a_question_mark() -> None:
+    """Whisper writes "。" or "？" after a Mandarin wh-question as it likes (no rising
+    pitch to hear): the question word makes it one, twice in a row as for "？"."""
+    asked = _endpoint_after("zh", "进程和线程有什么区？", "进程和线程有什么区别？")
+    assert asked == _endpoint_after("zh", "进程和线程有什么区。", "进程和线程有什么区别。") == 0.42
+    assert _endpoint_after("zh", "缓存穿透是什么，怎么解。", "缓存穿透是什么，怎么解决！") == 0.42
+    assert _endpoint_after("zh", "进程和线程有什么区", "进程和线程有什么区别。") == 0.81  # once is not twice
+
+
+def test_a_chinese_full_stop_without_a_question_word_still_waits() -> None:
+    assert _endpoint_after("zh", "请先简单介绍一下你。", "请先简单介绍一下你自己。") == 0.81
+    # the question word is in a sentence already finished: the last one asks nothing
+    told = ("讲讲什么是死锁。讲一个你的项目。", "讲讲什么是死锁。讲一个你的项目经历。")
+    assert _endpoint_after("zh", *told) == 0.81
+    # not closed: the recogniser does not say the sentence ended
+    assert _endpoint_after("zh", "进程和线程有什么区", "进程和线程有什么区别") == 0.81
+    # English has no question words that finish a sentence ("What is the…" goes on)
+    assert _endpoint_after("en", "What is the difference.", "What is the difference.") == 0.81
+
+
 def test_rules_mode_speculates_after_250_ms_then_endpoints_after_800() -> None:
     """Today's endpointer, kept as ``policy = "rules"`` (a benchmark baseline): with the
     signals policy the guess goes out at the first current partial after 150 ms instead

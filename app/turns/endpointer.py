@@ -286,7 +286,21 @@ class Endpointer:
 
     def _question_like(self, text: str) -> bool:
         return (text.rstrip().endswith(("?", "？")) or self._ends_with_end_word(text)
-                or self._ends_with(text, self._particles))
+                or self._ends_with(text, self._particles) or self._closed_wh_question(text))
+
+    def _closed_wh_question(self, text: str) -> bool:
+        """A sentence the recogniser closed ("。", "！") whose last sentence holds a
+        question word (什么, 怎么…): a question however it is punctuated.
+
+        A Mandarin wh-question needs no rising pitch (the word makes it one), so
+        Whisper's choice of "？" or "。" for it is a coin toss over intonation that is not
+        there ("进程和线程有什么区别。"); the words say it asks, the full stop says it
+        ended, as much as a "？" would."""
+        stripped = text.rstrip()
+        if not self._question_words or not stripped or stripped[-1] not in _SENTENCE_END:
+            return False
+        last = _SENTENCE_SPLIT.split(stripped[:-1].lower())[-1]
+        return any(w in last for w in self._question_words)
 
     def _trails_off(self, text: str) -> bool:
         """Ends in and/so/um/然后… with no full stop after it: a thinking pause."""
@@ -309,6 +323,8 @@ class Endpointer:
 
 
 _BOUNDARY = ",.?!;:，。？！；："
+_SENTENCE_END = ".。!！"
+_SENTENCE_SPLIT = re.compile(r"[.。!！?？]")
 
 
 def _is_cjk(char: str) -> bool:

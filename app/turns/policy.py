@@ -17,7 +17,8 @@ longer than the rules did; the interviewer's own longer pauses still stretch it.
 (a thinking pause) overrides the sum: the longest wait.  With no model signal at all
 (not installed, failed to load, a language it was not checked on, or not scored yet)
 today's rules decide: "?" or a tag twice in a row → the question wait, else the silence
-wait.
+wait (a Chinese sentence closed with "。" whose last sentence holds a question word
+counts as "?": a wh-question needs no rising pitch, so the recogniser's mark is a guess).
 
 The request should be on the wire before the endpoint fires.  Pauses of 150-250 ms
 inside a question are common, and how many of them a guess lands in depends on how fast
