@@ -213,7 +213,7 @@ class Endpointer:
         cues = TextCues(
             tag=self._ends_with_end_word(text) or self._ends_with(text, self._particles),
             question=(text.rstrip().endswith(("?", "？"))
-                      or any(w in text.lower() for w in self._question_words)),
+                      or self._holds_question_word(text)),
             trailing=self._trails_off(text),
             question_streak=turn.question_streak)
         scored = turn.words_key == self._key(text)
@@ -297,15 +297,17 @@ class Endpointer:
         there ("进程和线程有什么区别。"); the words say it asks, the full stop says it
         ended, as much as a "？" would."""
         stripped = text.rstrip()
-        if not self._question_words or not stripped or stripped[-1] not in _SENTENCE_END:
+        if not stripped or stripped[-1] not in _SENTENCE_FINAL:
             return False
-        last = _SENTENCE_SPLIT.split(stripped[:-1].lower())[-1]
-        return any(w in last for w in self._question_words)
+        return self._holds_question_word(_SENTENCE_SPLIT.split(stripped[:-1])[-1])
+
+    def _holds_question_word(self, text: str) -> bool:
+        return any(w in text.lower() for w in self._question_words)
 
     def _trails_off(self, text: str) -> bool:
         """Ends in and/so/um/然后… with no full stop after it: a thinking pause."""
         stripped = text.strip()
-        if not stripped or stripped[-1] in "?？.。!！":
+        if not stripped or stripped[-1] in _SENTENCE_FINAL:
             return False  # a finished sentence is no thinking pause
         return self._ends_with(stripped, self._thinking)
 
@@ -323,8 +325,8 @@ class Endpointer:
 
 
 _BOUNDARY = ",.?!;:，。？！；："
-_SENTENCE_END = ".。!！"
-_SENTENCE_SPLIT = re.compile(r"[.。!！?？]")
+_SENTENCE_FINAL = "?？.。!！"
+_SENTENCE_SPLIT = re.compile(f"[{re.escape(_SENTENCE_FINAL)}]")
 
 
 def _is_cjk(char: str) -> bool:
