@@ -3,6 +3,14 @@
 Chosen because it needs no Accessibility permission.  Never pynput here: it crashes
 alongside PySide6.  Carbon calls the handler on the main (GUI) thread.  Importable on
 every OS (the framework is loaded only when the back-end is built).
+
+A press arrives as a ``kEventHotKeyPressed`` event whose *direct object*
+(``kEventParamDirectObject``, ``'----'``) is the ``EventHotKeyID`` we registered, of
+type ``typeEventHotKeyID`` (``'hkid'``).  Asking for a parameter *named* ``'hkid'``
+returns ``eventParameterNotFoundErr`` on every press while registration still succeeds,
+so nothing ever fired.  The library comes in through ``MacBackend(carbon=...)`` so that
+``tests/test_hotkeys_platform.py`` drives this code on Linux with a fake Carbon that
+checks every argument type against the Carbon headers.
 """
 
 from __future__ import annotations
@@ -38,6 +46,17 @@ def _fourcc(code: str) -> int:
     return int.from_bytes(code.encode("ascii"), "big")
 
 
+CARBON_PATH = "/System/Library/Frameworks/Carbon.framework/Carbon"
+K_EVENT_CLASS_KEYBOARD = _fourcc("keyb")
+K_EVENT_HOT_KEY_PRESSED = 5
+K_EVENT_PARAM_DIRECT_OBJECT = _fourcc("----")
+TYPE_EVENT_HOT_KEY_ID = _fourcc("hkid")
+SIGNATURE = _fourcc("icop")
+"""Our EventHotKeyID.signature: marks the presses that are ours."""
+EVENT_NOT_HANDLED_ERR = -9874
+EVENT_HOT_KEY_EXISTS_ERR = -9878
+
+
 class MacBackend:
     """Carbon RegisterEventHotKey: system-wide, no Accessibility prompt."""
 
@@ -50,24 +69,32 @@ class MacBackend:
     class _EventTypeSpec(ctypes.Structure):
         _fields_ = [("eventClass", ctypes.c_uint32), ("eventKind", ctypes.c_uint32)]
 
-    def __init__(self) -> None:
-        carbon: Any = ctypes.CDLL("/System/Library/Frameworks/Carbon.framework/Carbon")
+    def __init__(self, carbon: Any = None) -> None:
+        """``carbon``: the loaded framework (a fake in tests); None loads the real one."""
+        if carbon is None:
+            carbon = ctypes.CDLL(CARBON_PATH)
         self._carbon = carbon
+        # ItemCount and ByteCount are unsigned long (64-bit); OSType and UInt32 are 32-bit.
+        carbon.GetApplicationEventTarget.argtypes = []
         carbon.GetApplicationEventTarget.restype = ctypes.c_void_p
-        carbon.InstallEventHandler.argtypes = [ctypes.c_void_p, self._HANDLER, ctypes.c_uint32,
+        carbon.InstallEventHandler.argtypes = [ctypes.c_void_p, self._HANDLER, ctypes.c_ulong,
                                                ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p]
+        carbon.InstallEventHandler.restype = ctypes.c_int32
         carbon.RegisterEventHotKey.argtypes = [ctypes.c_uint32, ctypes.c_uint32, self._HotKeyID,
                                                ctypes.c_void_p, ctypes.c_uint32, ctypes.c_void_p]
+        carbon.RegisterEventHotKey.restype = ctypes.c_int32
         carbon.UnregisterEventHotKey.argtypes = [ctypes.c_void_p]
+        carbon.UnregisterEventHotKey.restype = ctypes.c_int32
         carbon.GetEventParameter.argtypes = [ctypes.c_void_p, ctypes.c_uint32, ctypes.c_uint32,
-                                             ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p,
+                                             ctypes.c_void_p, ctypes.c_ulong, ctypes.c_void_p,
                                              ctypes.c_void_p]
+        carbon.GetEventParameter.restype = ctypes.c_int32
         self._target = carbon.GetApplicationEventTarget()
         self._callbacks: dict[int, Callable[[], None]] = {}
         self._refs: list[ctypes.c_void_p] = []
         self._next = 1
         self._handler = self._HANDLER(self._on_event)  # keep a reference: C holds a pointer
-        spec = self._EventTypeSpec(_fourcc("keyb"), 5)  # kEventHotKeyPressed
+        spec = self._EventTypeSpec(K_EVENT_CLASS_KEYBOARD, K_EVENT_HOT_KEY_PRESSED)
         self._install_status = carbon.InstallEventHandler(
             self._target, self._handler, 1, ctypes.byref(spec), None, None)
 
@@ -79,11 +106,11 @@ class MacBackend:
     def register(self, action: str, hotkey: Hotkey, callback: Callable[[], None]) -> str | None:
         keycode, mods = to_carbon(hotkey)
         ref = ctypes.c_void_p()
-        hk_id = self._HotKeyID(_fourcc("icop"), self._next)
+        hk_id = self._HotKeyID(SIGNATURE, self._next)
         status = self._carbon.RegisterEventHotKey(keycode, mods, hk_id, self._target, 0,
                                                   ctypes.byref(ref))
         if status != 0:
-            if status == -9878:  # eventHotKeyExistsErr
+            if status == EVENT_HOT_KEY_EXISTS_ERR:
                 return f"{hotkey.display()} is already used by another application"
             return f"macOS refused {hotkey.display()} (OSStatus {status})"
         self._callbacks[self._next] = callback
@@ -100,9 +127,10 @@ class MacBackend:
     def _on_event(self, _call: int | None, event: int | None, _data: int | None) -> int:
         hk_id = self._HotKeyID()
         status = self._carbon.GetEventParameter(
-            event, _fourcc("hkid"), _fourcc("hkid"), None, ctypes.sizeof(hk_id), None,
-            ctypes.byref(hk_id))
-        if status == 0 and hk_id.id in self._callbacks:
-            self._callbacks[hk_id.id]()
-            return 0
-        return -9874  # eventNotHandledErr
+            event, K_EVENT_PARAM_DIRECT_OBJECT, TYPE_EVENT_HOT_KEY_ID, None,
+            ctypes.sizeof(hk_id), None, ctypes.byref(hk_id))
+        callback = self._callbacks.get(hk_id.id) if hk_id.signature == SIGNATURE else None
+        if status != 0 or callback is None:
+            return EVENT_NOT_HANDLED_ERR  # not ours: let other handlers see it
+        callback()
+        return 0
