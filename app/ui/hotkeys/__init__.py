@@ -3,8 +3,8 @@
 One interface, :class:`GlobalBackend`, one module per OS behind it, and the factory
 :func:`default_backend` that picks one:
 
-* ``windows``: ``RegisterHotKey`` via ctypes; ``WM_HOTKEY`` is caught by a native event
-  filter on the GUI thread (the thread that registered).
+* ``windows``: ``RegisterHotKey`` via ctypes, for a hidden message-only window pumped by a
+  thread of its own (so presses arrive while the GUI thread sits in a move/menu loop).
 * ``macos``: Carbon ``RegisterEventHotKey`` via ctypes: needs no Accessibility permission.
   Never pynput there: it crashes alongside PySide6.
 * ``x11``: pynput (XRecord) on its own thread.  Wayland offers no global hotkey API to
