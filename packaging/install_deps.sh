@@ -2,11 +2,14 @@
 # Prepare a build machine: system packages (Linux CI only), .venv with the app, the local
 # LLM extra and PyInstaller.  Runs on Linux, macOS and Windows (Git Bash).
 #
-#   PYTHON=python3.11 packaging/install_deps.sh
+#   PYTHON=python3.11 packaging/install_deps.sh [--dev]
 #
-# llama-cpp-python is compiled from source here (CMAKE_ARGS=-DGGML_NATIVE=OFF, so the
-# bundle runs on CPUs other than the build machine's).  PIP_FIND_LINKS=/path/to/wheels
-# reuses a prebuilt wheel.  IC_BUNDLE_LLM=0 skips the local LLM entirely.
+#   --dev   also the test tools (the [dev] extra): CI runs the tests before building
+#
+# llama-cpp-python is compiled once per version into build/wheels by
+# packaging/llama_wheel.sh (which says what it is compiled for) and installed from there;
+# the version is pinned in packaging/llama-cpp-python.txt.  IC_WHEEL_DIR overrides the
+# folder (CI caches it).  IC_BUNDLE_LLM=0 skips the local LLM's server extra.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
@@ -33,10 +36,11 @@ if [[ -x .venv/bin/python ]]; then VPY=.venv/bin/python; else VPY=.venv/Scripts/
 
 "$VPY" -m pip install --upgrade pip
 # llama-cpp-python is a default dependency (the end-of-turn words model); [local] adds its server.
-export CMAKE_ARGS="${CMAKE_ARGS:--DGGML_NATIVE=OFF}"
-extras=".[zh]"
-if [[ "${IC_BUNDLE_LLM:-1}" != 0 ]]; then
-  extras=".[local,zh]"
-fi
-"$VPY" -m pip install "$extras" "pyinstaller>=6.10" "pyinstaller-hooks-contrib>=2024.8"
+WHEELS="${IC_WHEEL_DIR:-$ROOT/build/wheels}"
+PYTHON="$VPY" bash packaging/llama_wheel.sh "$WHEELS"
+extras="zh"
+[[ "${IC_BUNDLE_LLM:-1}" != 0 ]] && extras="local,$extras"
+[[ "${1:-}" == "--dev" ]] && extras="$extras,dev"
+"$VPY" -m pip install --find-links "$WHEELS" -c packaging/llama-cpp-python.txt ".[$extras]" \
+  "pyinstaller>=6.10" "pyinstaller-hooks-contrib>=2024.8"
 "$VPY" -m pip list 2>/dev/null | grep -i -E "^(pyinstaller|llama|faster|ctranslate2|pyside6|openai) " || true

@@ -1,0 +1,173 @@
+"""The CI and release workflows: parseable, wired as the release process needs, and the tag
+check they rely on (packaging/check_tag.py) refuses a tag that is not v{__version__}.
+
+actionlint (when installed) checks expressions and action inputs; these tests check our own
+rules, which no linter knows: release publishes once after every CI job, the Windows and
+macOS jobs build with the real packaging scripts and replay the demo, actions run on node24.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+WORKFLOWS = ROOT / ".github" / "workflows"
+
+_spec = importlib.util.spec_from_file_location("check_tag", ROOT / "packaging" / "check_tag.py")
+assert _spec is not None and _spec.loader is not None
+check_tag = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(check_tag)
+
+NODE24_MAJORS = {
+    # The first major of each action whose action.yml says `runs.using: node24`.
+    "actions/checkout": 5,
+    "actions/setup-python": 6,
+    "actions/cache": 5,
+    "actions/upload-artifact": 6,
+    "actions/download-artifact": 7,
+    "softprops/action-gh-release": 3,
+}
+
+
+def load(name: str) -> dict[Any, Any]:
+    data = yaml.safe_load((WORKFLOWS / name).read_text(encoding="utf-8"))
+    assert isinstance(data, dict)
+    return data
+
+
+def triggers(workflow: dict[Any, Any]) -> dict[str, Any]:
+    on = workflow.get("on", workflow.get(True))  # YAML 1.1 reads a bare `on` key as True
+    assert isinstance(on, dict)
+    return on
+
+
+def steps(job: dict[str, Any]) -> list[dict[str, Any]]:
+    return list(job.get("steps", []))
+
+
+def uses(workflow: dict[Any, Any]) -> list[str]:
+    return [s["uses"] for job in workflow["jobs"].values() for s in steps(job) if "uses" in s]
+
+
+def test_ci_runs_on_every_push_and_pull_request_and_can_be_called() -> None:
+    on = triggers(load("ci.yml"))
+    assert "pull_request" in on and "push" in on and "workflow_call" in on
+    assert "tags" not in (on["push"] or {}), "tags are release.yml's: no second run of the same jobs"
+
+
+def test_ci_covers_the_three_systems_with_the_real_scripts() -> None:
+    jobs = load("ci.yml")["jobs"]
+    assert any("bash tests/run.sh" in s.get("run", "") for s in steps(jobs["linux"]))
+    matrix = {m["name"]: m for m in jobs["bundle"]["strategy"]["matrix"]["include"]}
+    assert matrix["windows"]["os"] == "windows-latest"
+    assert matrix["macos"]["os"] == "macos-14"
+    builds = " ".join(m["build"] for m in matrix.values())
+    for script in ("packaging/windows/build_installer.ps1", "packaging/macos/build_dmg.sh",
+                   "packaging/build.sh"):
+        assert script in builds
+        assert (ROOT / script).is_file()
+    runs = " ".join(s.get("run", "") for s in steps(jobs["bundle"]))
+    assert "packaging/install_deps.sh" in runs
+    assert '-p tests.platform_marks -m "not linux_services"' in runs
+    assert "packaging/replay_demo.py" in runs
+    assert matrix["windows"]["tests"] and matrix["macos"]["tests"]
+
+
+def test_the_llama_wheel_is_cached_per_os_on_its_pinned_version() -> None:
+    for job in load("ci.yml")["jobs"].values():
+        caches = [s for s in steps(job) if s.get("uses", "").startswith("actions/cache@")]
+        assert len(caches) == 1
+        key = caches[0]["with"]["key"]
+        assert "runner.os" in key and "runner.arch" in key
+        assert "packaging/llama-cpp-python.txt" in key and "packaging/llama_wheel.sh" in key
+    pin = (ROOT / "packaging" / "llama-cpp-python.txt").read_text()
+    assert re.search(r"^llama-cpp-python==\d+\.\d+\.\d+$", pin, re.MULTILINE)
+
+
+def test_signing_secrets_reach_only_a_release_build() -> None:
+    bundle = load("ci.yml")["jobs"]["bundle"]
+    env = next(s["env"] for s in steps(bundle) if "MACOS_SIGN_IDENTITY" in s.get("env", {}))
+    for name, value in env.items():
+        if "secrets." in str(value):
+            assert str(value).startswith("${{ inputs.release && secrets."), name
+
+
+def test_release_checks_the_tag_then_reuses_ci_then_publishes_once() -> None:
+    release = load("release.yml")
+    assert triggers(release)["push"]["tags"] == ["v*"]
+    jobs = release["jobs"]
+    assert any("packaging/check_tag.py" in s.get("run", "") for s in steps(jobs["version"]))
+    assert jobs["ci"]["uses"] == "./.github/workflows/ci.yml"
+    assert jobs["ci"]["needs"] == "version"
+    assert jobs["ci"]["with"]["release"] is True
+    publishers = [name for name, job in jobs.items()
+                  if any(s.get("uses", "").startswith("softprops/action-gh-release@") for s in steps(job))]
+    assert publishers == ["publish"], "one publishing job"
+    assert jobs["publish"]["needs"] == "ci"
+    ci_bundle = steps(load("ci.yml")["jobs"]["bundle"])
+    assert not any(s.get("uses", "").startswith("softprops/") for s in ci_bundle)
+    assert release["permissions"] == {"contents": "read"}
+    assert jobs["publish"]["permissions"] == {"contents": "write"}
+
+
+@pytest.mark.parametrize("name", ["ci.yml", "release.yml"])
+def test_every_action_runs_on_node24(name: str) -> None:
+    used = uses(load(name))
+    assert used
+    for ref in used:
+        if ref.startswith("./"):
+            continue
+        action, _, version = ref.partition("@")
+        assert action in NODE24_MAJORS, f"{ref}: which major runs on node24?"
+        assert int(version.lstrip("v").split(".")[0]) >= NODE24_MAJORS[action], ref
+
+
+@pytest.mark.skipif(shutil.which("actionlint") is None, reason="actionlint is not installed")
+def test_actionlint_finds_nothing() -> None:
+    proc = subprocess.run(["actionlint", "-shellcheck=", *sorted(map(str, WORKFLOWS.glob("*.yml")))],
+                          capture_output=True, text=True, cwd=ROOT)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+# --- the tag check ------------------------------------------------------------------------------
+
+
+def fake_tree(root: Path, app: str, project: str) -> Path:
+    (root / "app").mkdir(parents=True)
+    (root / "app" / "__init__.py").write_text(f'"""Doc."""\n\n__version__ = "{app}"\n')
+    (root / "pyproject.toml").write_text(f'[project]\nname = "x"\nversion = "{project}"\n')
+    return root
+
+
+def test_a_tag_matching_the_version_passes(tmp_path: Path) -> None:
+    root = fake_tree(tmp_path, "1.2.3", "1.2.3")
+    assert check_tag.problem("v1.2.3", root) is None
+
+
+@pytest.mark.parametrize("tag", ["1.2.3", "v1.2.4", "v1.2", "v1.2.3-rc1", "release-1.2.3"])
+def test_a_tag_that_is_not_v_version_fails(tmp_path: Path, tag: str) -> None:
+    why = check_tag.problem(tag, fake_tree(tmp_path, "1.2.3", "1.2.3"))
+    assert why is not None and "v1.2.3" in why
+
+
+def test_pyproject_must_agree_with_the_app(tmp_path: Path) -> None:
+    why = check_tag.problem("v1.2.3", fake_tree(tmp_path, "1.2.3", "1.2.0"))
+    assert why is not None and "pyproject.toml says 1.2.0" in why
+
+
+def test_the_script_exits_nonzero_on_a_wrong_tag_and_zero_on_this_repository() -> None:
+    script = str(ROOT / "packaging" / "check_tag.py")
+    version = check_tag.app_version()
+    ok = subprocess.run([sys.executable, script, f"v{version}"], capture_output=True, text=True)
+    assert ok.returncode == 0, ok.stderr
+    bad = subprocess.run([sys.executable, script, "v999.0.0"], capture_output=True, text=True)
+    assert bad.returncode == 1 and f"must be 'v{version}'" in bad.stderr
