@@ -37,6 +37,11 @@ warn() { echo "WARNING: $*" >&2; }
 # 1. Build the .app (onedir inside Contents/) and run its self-test before signing.
 bash packaging/build.sh "$@"
 
+# 1b. One macOS minimum: the highest LC_BUILD_VERSION minos of any binary in the app must
+#     not exceed the LSMinimumSystemVersion the app declares (dyld would refuse to load it).
+echo "== minimum macOS of every Mach-O binary vs. LSMinimumSystemVersion"
+"$PYTHON" packaging/macos/minos.py --plist "$APP/Contents/Info.plist" "$APP"
+
 # 2. Signing identity (optionally imported from CI secrets into a throwaway keychain).
 IDENTITY="${MACOS_SIGN_IDENTITY:-}"
 if [[ -n "${MACOS_CERTIFICATE_P12_BASE64:-}" ]]; then
