@@ -244,33 +244,16 @@ def _tracer(session: Session, args: argparse.Namespace) -> TurnTracer | None:
 
 
 def _open_exclusively(target: str) -> IO[str]:
-    """The ``--events`` file, truncated, locked for this run: two runs never interleave."""
+    """The ``--events`` file, locked for this run, then truncated: two runs never interleave."""
+    from app.eventlog import FileBusy, open_exclusive
+
     try:
-        stream = open(target, "a", encoding="utf-8")  # noqa: SIM115 - the writer closes it
+        return open_exclusive(target)
+    except FileBusy:
+        raise FatalError(f"another interview-copilot is writing its events to {target}: "
+                         "give each run its own --events file") from None
     except OSError as exc:
         raise FatalError(f"cannot write the events to {target}: {exc.strerror or exc}") from exc
-    if not _lock(stream):
-        stream.close()
-        raise FatalError(f"another interview-copilot is writing its events to {target}: "
-                         "give each run its own --events file")
-    stream.truncate(0)
-    return stream
-
-
-def _lock(stream: IO[str]) -> bool:
-    """An exclusive lock on the open file for as long as it stays open (no waiting)."""
-    try:
-        if sys.platform == "win32":
-            import msvcrt
-
-            msvcrt.locking(stream.fileno(), msvcrt.LK_NBLCK, 1)
-        else:
-            import fcntl
-
-            fcntl.flock(stream.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
-        return False
-    return True
 
 
 def _say(message: str) -> None:
@@ -465,7 +448,8 @@ def _parser() -> argparse.ArgumentParser:
     bench = sub.add_parser("bench", help="benchmarks (speed is measured here, not in tests)")
     bench_sub = bench.add_subparsers(dest="bench", required=True)
     for name, helptext in (("asr", "streaming ASR on a corpus"), ("turns", "response latency per mode"),
-                           ("signals", "end-of-turn signals: CPU per call, complete vs cut separation")):
+                           ("signals", "end-of-turn signals: CPU per call, complete vs cut separation"),
+                           ("glossary", "names heard with and without the résumé's terms; pass time")):
         b = bench_sub.add_parser(name, help=helptext)
         b.add_argument("--corpus", required=True, help="folder with WAVs and manifest.json")
         b.add_argument("--out", default="bench-out", help="folder for the JSON summary")
@@ -481,6 +465,10 @@ def _parser() -> argparse.ArgumentParser:
             b.add_argument("--candidate-track", default="off", metavar="off,reply,echo,overlap",
                            help="the candidate's side of the call, one run per variant")
             b.add_argument("--local", action="store_true", help="against the embedded local LLM")
+        if name == "glossary":
+            b.add_argument("--repeats", type=int, default=3, help="passes per clip, with and without")
+            b.add_argument("--glossary", help="comma-separated terms ahead of the documents' "
+                                              "(default: [asr] glossary)")
     sub.add_parser("self-test", help="check the installed app works (--json, --only NAME[,NAME])")
     sub.add_parser("doctor", help="check audio, ASR and the LLM endpoint, and say what to fix (--help)",
                    add_help=False)

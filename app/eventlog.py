@@ -17,7 +17,9 @@ is reported once through ``on_error``, and the session goes on.
 from __future__ import annotations
 
 import contextlib
+import os
 import queue
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -32,7 +34,65 @@ to read an answer, and five flushes a second cost nothing."""
 MAX_QUEUE = 20_000
 """About a minute of the busiest stream (tokens at ~300/s): only a stalled disk fills it."""
 
+LOCK_OFFSET = 1 << 40
+"""Where the Windows lock on an events file sits: one byte at 1 TiB, an offset no events
+file reaches.  ``msvcrt.locking`` locks from the descriptor's *current position*, and
+Windows byte-range locks are mandatory, so the byte must be (a) the same for every run,
+whatever the file's length (a lock at the end moves as the file grows: two runs both
+got it), and (b) one nobody reads or writes (locking byte 0 would make a viewer that
+follows the log fail on its first read)."""
+
 _CLOSE = object()
+
+
+class FileBusy(OSError):
+    """Another process holds the lock on this file."""
+
+
+def open_exclusive(path: str | os.PathLike[str]) -> IO[str]:
+    """Open ``path`` for appending text, locked for as long as it stays open, then empty it.
+
+    The lock comes first: a second run is refused (:class:`FileBusy`) before it can
+    truncate the first run's lines.  Never waits for the lock.
+    """
+    flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | getattr(os, "O_BINARY", 0)
+    fd = os.open(path, flags, 0o666)
+    try:
+        if not lock_exclusively(fd):
+            raise FileBusy(f"{os.fspath(path)} is locked by another process")
+        os.ftruncate(fd, 0)
+        return open(fd, "a", encoding="utf-8")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def lock_exclusively(fd: int) -> bool:
+    """Lock the open file ``fd`` until it is closed; False if another process has it.
+
+    POSIX: ``flock`` on the whole file.  Windows: ``msvcrt.locking`` of the byte at
+    :data:`LOCK_OFFSET` (UCRT ``_locking`` takes a 64-bit position and LockFileEx accepts a
+    region beyond the end of the file); the descriptor is put back at the end afterwards
+    (appends go to the end anyway).  ``LK_NBLCK`` tries once: no waiting.
+    """
+    if sys.platform == "win32":
+        import msvcrt
+
+        os.lseek(fd, LOCK_OFFSET, os.SEEK_SET)
+        try:
+            msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)
+        except OSError:
+            return False
+        finally:
+            os.lseek(fd, 0, os.SEEK_END)
+        return True
+    import fcntl
+
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        return False
+    return True
 
 
 class _Flush:
