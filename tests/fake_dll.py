@@ -42,7 +42,7 @@ class CFunction:
     def _guarded(self, *args: Any) -> Any:
         try:
             return self._impl(*args)
-        except BaseException as exc:  # noqa: BLE001 - re-raised by __call__
+        except BaseException as exc:
             self._error = exc
             return 0 if self._real_restype is not None else None
 

@@ -8,7 +8,6 @@ the OS documents (Carbon Event Manager; user32 RegisterHotKey / message-only win
 
 from __future__ import annotations
 
-import contextlib
 import ctypes
 import itertools
 import queue
@@ -19,8 +18,7 @@ from typing import Any
 
 import pytest
 
-from app.ui.hotkeys import parse_hotkey
-from app.ui.hotkeys import macos
+from app.ui.hotkeys import macos, parse_hotkey
 from app.ui.hotkeys.macos import MacBackend, to_carbon
 from app.ui.hotkeys.windows import WindowsBackend, to_windows
 from tests.fake_dll import CFunction, FakeLibrary, write_at
@@ -135,7 +133,7 @@ class FakeCarbon(FakeLibrary):
         address = ctypes.addressof(event.cell)
         self._events[address] = event
         try:
-            return [EventHandlerProcPtr(ctypes.cast(h, c_void_p).value)(0x3000, address, data)
+            return [EventHandlerProcPtr(ctypes.cast(h, c_void_p).value or 0)(0x3000, address, data)
                     for h, kinds, data in self.handlers if (fourcc("keyb"), 5) in kinds]
         finally:
             del self._events[address]
@@ -199,7 +197,8 @@ def test_a_press_that_is_not_ours_is_passed_on() -> None:
 
 # --- Windows: a fake user32 ---------------------------------------------------------------
 
-BOOL, UINT, DWORD, LONG, ATOM = ctypes.c_int32, ctypes.c_uint32, ctypes.c_uint32, ctypes.c_int32, ctypes.c_uint16
+BOOL, LONG, ATOM = ctypes.c_int32, ctypes.c_int32, ctypes.c_uint16
+UINT = DWORD = ctypes.c_uint32
 WPARAM, LPARAM, LRESULT = ctypes.c_size_t, ctypes.c_ssize_t, ctypes.c_ssize_t
 HANDLE, LPCWSTR = ctypes.c_void_p, ctypes.c_wchar_p
 WNDPROC = ctypes.CFUNCTYPE(LRESULT, HANDLE, UINT, WPARAM, LPARAM)
@@ -382,7 +381,7 @@ class FakeWin32:
         """One turn of what DefWindowProc runs on the calling (GUI) thread while a window is
         dragged or a menu is open: it takes what waits in this thread's queue and dispatches
         *window* messages; thread messages have no window and are lost (returned here)."""
-        lost = []
+        lost: list[tuple[int | None, int, int, int]] = []
         q = self._queue(threading.get_ident())
         while True:
             try:

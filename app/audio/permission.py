@@ -42,7 +42,7 @@ class DigitalSilence:
     def __init__(self, rate: float, window_s: float = ZERO_WINDOW_S) -> None:
         if rate <= 0 or window_s <= 0:
             raise ValueError("rate and window_s must be positive")
-        self._needed = int(round(rate * window_s))
+        self._needed = round(rate * window_s)
         self._seen = 0
         self._settled = False
 

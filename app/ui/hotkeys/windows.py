@@ -255,7 +255,7 @@ class WindowsBackend:
                 return
             try:
                 done.set_result(work())
-            except Exception as exc:  # noqa: BLE001 - handed to the waiting caller
+            except Exception as exc:
                 done.set_exception(exc)
 
     def _register_here(self, hotkey_id: int, mods: int, vk: int,
