@@ -84,6 +84,11 @@ class AsrConfig(_Section):
     no_speech_threshold: float = Field(default=0.6, ge=0.0, le=1.0)
     log_prob_threshold: float = -1.0
     max_utterance_s: float = Field(default=28.0, ge=2.0, le=30.0)
+    glossary: list[str] = Field(default_factory=list, max_length=200)
+    """Names your interviews will use (a product, a company, a tool: "CockroachDB",
+    "ArgoCD", "星澜支付"): the recogniser is steered towards their spelling, these first,
+    then the rarest names of the résumé and job description, 24 terms at most
+    (:mod:`app.asr.glossary`)."""
 
 
 class TurnConfig(_Section):

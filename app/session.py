@@ -15,6 +15,7 @@ answer is a new request of the same turn.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import itertools
 import threading
@@ -24,6 +25,7 @@ from typing import Literal, Protocol
 
 from app.answer.engine import AnswerEngine, Strategy
 from app.asr.decoder import AUTO, WhisperDecoder, load_decoder
+from app.asr.glossary import pick_terms
 from app.asr.worker import DecodeWorker
 from app.audio import AudioError, AudioSource, FileSource, open_source, source_from_config
 from app.audio.echo import HEADPHONES_HINT, EchoGate
@@ -315,6 +317,7 @@ class Session:
         settings = self.listening_settings()
         next_turn = lambda: next(self._turn_ids)  # noqa: E731 - one counter for both voices
         echo = EchoGate(on_run=self._on_echo_run) if candidate_source is not None else None
+        self._decoder.set_terms(self._recogniser_terms())
         listener = Listener(source, self._decoder, settings, self.bus, self.clock, next_turn,
                             self._listener_options, on_source_error=self._on_source_error,
                             worker=self._worker, turn_signals=self._load_turn_signals,
@@ -413,6 +416,16 @@ class Session:
             server = self._local_server
         if server is not None:
             server.stop()
+
+    def _recogniser_terms(self) -> list[str]:
+        """The user's glossary and the rarest names of the résumé and job description, to
+        steer the recogniser (a file that cannot be read is the prompt's to report)."""
+        texts = []
+        for path, loader in ((self.settings.prompt.resume_file, load_resume),
+                             (self.settings.prompt.job_description_file, load_job_description)):
+            with contextlib.suppress(DocumentError):
+                texts.append(loader(path) if path else None)
+        return pick_terms(texts, self.settings.asr.glossary, pieces=self._decoder.pieces)
 
     def _prompt(self, language: str) -> PromptBuilder:
         """The prompt for ``language`` ("auto": English until the session's language is

@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 import time
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 import ctranslate2
@@ -24,10 +24,12 @@ import numpy.typing as npt
 from faster_whisper import WhisperModel
 from faster_whisper.tokenizer import Tokenizer
 
+from app.asr.glossary import MAX_PIECES, prompt_text
 from app.asr.model import ModelError, load_model
+from app.asr.punctuation import chinese_punctuation
 from app.asr.script import ChineseScript, ScriptConverter
 from app.config import AsrConfig
-from app.text import words
+from app.text import has_cjk, words
 
 SAMPLE_RATE = 16_000
 HOP = 160  # samples per mel frame
@@ -42,6 +44,10 @@ MIN_CONTEXT_S = {"en": 8.0, "zh": 8.0}
 """Shortest encoder context per language.  Chinese on base: 8 s keeps the CER of the full
 30 s window on dev-zh (5.6 %) at a sixth of the pass time (~280 ms against ~1.7 s on 2
 busy cores); at 4-6 s base loops on some questions ("数据库所引为什么…" eight times)."""
+MAX_GLOSSARY_TOKENS = MAX_PIECES + 16
+"""The glossary's share of the prompt: what :func:`app.asr.glossary.pick_terms` budgets,
+with room for the separators it estimates; a longer list (a caller's own) is cut at the
+end, its least rare terms.  With the script prompt it stays under Whisper's 223."""
 AUTO = "auto"
 AUTO_LANGUAGES = ("en", "zh")
 """What "auto" chooses between: the languages the app has prompts and end words for.
@@ -64,6 +70,8 @@ class Hypothesis:
     language: str = "en"
     language_probability: float = 1.0
     """Whisper's probability for ``language`` when it was detected, else 1."""
+    prompted: tuple[str, ...] = ()
+    """The glossary terms the pass was prompted with (the guards drop them said back)."""
 
     @property
     def words(self) -> list[str]:
@@ -96,10 +104,29 @@ class WhisperDecoder:
         self._bucket_frames = int(bucket_s * SAMPLE_RATE / HOP)
         self._script = ScriptConverter(script) if self._multilingual else None
         self._suppress = [*self._tokenizer("en").non_speech_tokens]
+        self._terms: tuple[str, ...] = ()
 
     @property
     def multilingual(self) -> bool:
         return self._multilingual
+
+    @property
+    def terms(self) -> tuple[str, ...]:
+        return self._terms
+
+    def set_terms(self, terms: Iterable[str]) -> None:
+        """Steer every later pass towards these spellings (see :mod:`app.asr.glossary`).
+
+        Called before a session's listeners start; a pass reads the tuple once, so a
+        change lands between passes, never inside one.  An English-only model cannot
+        write Chinese terms: they are left out of its prompt.
+        """
+        self._terms = tuple(t for t in terms if t.strip() and (self._multilingual or not has_cjk(t)))
+
+    def pieces(self, term: str) -> int:
+        """How many tokens this model's tokenizer writes ``term`` in (after a space): the
+        rarity :func:`app.asr.glossary.pick_terms` ranks terms by."""
+        return len(self._tokenizer("en").encode(" " + term.strip()))
 
     def decode(self, audio: npt.NDArray[np.int16] | npt.NDArray[np.float32],
                previous_text: str | None = None, *, language: str | None = None,
@@ -125,22 +152,23 @@ class WhisperDecoder:
         if language == AUTO:
             language, probability = self._detect(encoded)
         tokenizer = self._tokenizer(language)
+        terms = self._terms_for(language)
         max_length = min(MAX_TOKENS, TOKENS_SLACK + math.ceil(len(samples) / SAMPLE_RATE * TOKENS_PER_SECOND))
         result = self._model.model.generate(
-            encoded, [self._prompt(tokenizer, language, previous_text)], beam_size=1,
+            encoded, [self._prompt(tokenizer, language, previous_text, terms)], beam_size=1,
             max_length=max_length, return_scores=True, return_no_speech_prob=True,
             suppress_blank=True, suppress_tokens=self._suppress,
         )[0]
         tokens = [t for t in result.sequences_ids[0] if t < tokenizer.eot]
         text = tokenizer.decode(tokens).strip()
         if language == "zh" and self._script is not None:
-            text = self._script.convert(text)
+            text = chinese_punctuation(self._script.convert(text))
         # CTranslate2 returns the length-normalised score; recover Whisper's avg_logprob.
         avg_logprob = result.scores[0] * len(tokens) / (len(tokens) + 1) if result.scores else 0.0
         return Hypothesis(text=text, no_speech_prob=float(result.no_speech_prob),
                           avg_logprob=float(avg_logprob), compression_ratio=compression_ratio(text),
                           seconds=time.perf_counter() - started, language=language,
-                          language_probability=probability)
+                          language_probability=probability, prompted=terms)
 
     def _detect(self, encoded: ctranslate2.StorageView) -> tuple[str, float]:
         ranked = self._model.model.detect_language(encoded)[0]
@@ -164,12 +192,26 @@ class WhisperDecoder:
         bucketed = math.ceil(needed / self._bucket_frames) * self._bucket_frames
         return min(FULL_FRAMES, max(self._min_frames, bucketed))
 
-    def _prompt(self, tokenizer: Tokenizer, language: str, previous_text: str | None) -> list[int]:
+    def _terms_for(self, language: str) -> tuple[str, ...]:
+        """Chinese terms only steer a Chinese pass: in English they are noise to the model."""
+        terms = self._terms
+        return terms if language == "zh" else tuple(t for t in terms if not has_cjk(t))
+
+    def _prompt(self, tokenizer: Tokenizer, language: str, previous_text: str | None,
+                terms: tuple[str, ...] = ()) -> list[int]:
+        """Whisper's "previous text": the glossary first, then the text to continue (for
+        Chinese, the prompt that steers the script: nearest the transcript, it keeps its
+        hold on the script whatever terms come before it)."""
         if not previous_text and language == "zh" and self._script is not None:
             previous_text = self._script.initial_prompt  # steers the script (Simplified by default)
+        glossary = prompt_text(list(terms), chinese=language == "zh")
         prompt: list[int] = []
+        if glossary:
+            prompt = tokenizer.encode(" " + glossary)[:MAX_GLOSSARY_TOKENS]
         if previous_text:
-            prompt = [tokenizer.sot_prev, *tokenizer.encode(" " + previous_text.strip())[-100:]]
+            prompt = [*prompt, *tokenizer.encode(" " + previous_text.strip())[-100:]]
+        if prompt:
+            prompt = [tokenizer.sot_prev, *prompt]
         return [*prompt, *tokenizer.sot_sequence, tokenizer.no_timestamps]
 
 

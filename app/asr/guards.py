@@ -51,6 +51,8 @@ def is_hallucination(h: Hypothesis, *, no_speech_threshold: float = 0.6,
     folded = unicodedata.normalize("NFKC", text).lower()
     if has_cjk(folded) and (_NON_SPEECH_ZH.search(folded.replace(" ", "")) or _echoes_prompt(folded)):
         return True
+    if h.prompted and echoes_terms(folded, h.prompted):
+        return True
     alone = folded.rstrip("。！!.，, ") if has_cjk(folded) else folded
     return alone in _NON_SPEECH_PHRASES and h.avg_logprob < -0.5
 
@@ -65,6 +67,25 @@ def _echoes_prompt(folded: str) -> bool:
         if run.size * 3 >= len(prompt) * 2:
             return True
     return False
+
+
+def echoes_terms(text: str, terms: tuple[str, ...] | list[str]) -> bool:
+    """The glossary said back: two or more of the prompted terms and next to nothing else
+    (one word at most: "and", "和").  Over audio it cannot make out, Whisper continues
+    its prompt, and a glossary is a prompt; a question names a term or two among its own
+    words ("Have you run CockroachDB in production?"), a list of names alone is no question."""
+    said = words(text)
+    covered = [False] * len(said)
+    found = 0
+    for term in terms:
+        seq = words(term)
+        hit = False
+        for i in range(len(said) - len(seq) + 1):
+            if seq and said[i:i + len(seq)] == seq:
+                covered[i:i + len(seq)] = [True] * len(seq)
+                hit = True
+        found += hit
+    return found >= 2 and covered.count(False) <= 1
 
 
 def cut_repetition(text: str, *, max_repeats: int = 3) -> str:

@@ -1,0 +1,158 @@
+"""The names an interview will use, picked from the candidate's own papers, to steer Whisper.
+
+A question about "CockroachDB" or "Nomad to Kubernetes" is the one the recogniser gets
+wrong (three unrelated words, a different tool) and the one whose answer matters.
+Whisper continues the text it is prompted with, so a prompt naming those terms makes
+their spelling the likely one (faster-whisper's ``hotwords`` is the same mechanism: text
+before the transcript).  The terms come from the résumé, the job description and the
+user's glossary (``[asr] glossary``); this module only reads plain text, so the
+recogniser never depends on how the documents were loaded.
+
+Bounded on purpose: every prompt token is decoder work on every pass, and a long list of
+words is what a model says back over audio it cannot make out.  So at most
+:data:`MAX_TERMS` terms within :data:`MAX_PIECES` tokens, chosen by rarity:
+
+* **shape** says a word is a name: mixed case or an inner capital (CockroachDB, ArgoCD,
+  gRPC), letters with digits (k8s, EC2), an acronym (SRE), inner punctuation (Node.js,
+  C++), or a capitalised word that is not the first of its line or sentence and never
+  appears in lower case in the documents (Nomad, Kubernetes, not "Led" or "Senior" as a
+  title word the text also uses in lower case); in Chinese, a short list item between
+  "、", "，", "：" or line edges ("星澜支付").
+* **rarity to the model**: how many pieces the recogniser's own tokenizer cuts the term
+  into, per word (each Chinese character a word).  A word Whisper writes in one piece
+  ("Python", "Google") it already spells; one it must assemble from three ("Cock" "roach"
+  "DB") it rarely will unaided.  A term needing no more pieces than words is dropped.
+  Ranked by pieces (capped at 4: past that, length is not rarity), then by how often the
+  documents use it, then by where it first appears.
+
+The user's glossary comes first, whole and in its order: the user chose those terms.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+from app.text import has_cjk, words
+
+MAX_TERMS = 24
+"""A few dozen names cover a résumé and a job description; measured on the glossary
+corpus (``bench glossary``), 24 terms keep a pass within 10 % of its time without them."""
+MAX_PIECES = 96
+"""Token budget of the whole list: under half of Whisper's 224-token prompt window (which
+faster-whisper's ``hotwords`` also caps at half), and the main cost a pass pays."""
+MAX_TERM_CHARS = 40
+"""A glossary entry longer than this is a sentence, not a term: cut."""
+_MIN_RARITY = 1.0
+"""A term is kept when it needs more pieces than it has words (rarity above 1)."""
+
+_LATIN = re.compile(r"[A-Za-z][A-Za-z0-9]*(?:[.+#'\-][A-Za-z0-9]+)*[+#]*")
+_CJK_ITEM = re.compile(r"(?:^|(?<=[、，,；;：:|/\s（(《「“]))([\u3400-\u9fff]{2,8})"
+                       r"(?=$|[、，,；;：:|/\s）)》」”。])")
+_LINE_START = re.compile(r"^[\s#>*\-•·–—\d.)(\[\]]*")
+_ADDRESSES = re.compile(r"\S+@\S+|(?:https?://|www\.)\S+")
+"""E-mail and web addresses: nobody says them in a question."""
+_SENTENCE_END = re.compile(r"[.!?。！？]\s+$")
+
+Pieces = Callable[[str], int]
+"""How many tokens the recogniser needs to write a term (after a space)."""
+
+
+def rough_pieces(term: str) -> int:
+    """A tokenizer-free estimate, for callers without a model: ~4 characters a piece for
+    Latin (GPT-2's byte-pair average on English), one piece a Chinese character."""
+    return sum(1 if has_cjk(w) else max(1, round(len(w) / 4)) for w in words(term)) or 1
+
+
+@dataclass
+class _Candidate:
+    term: str
+    first: int
+    count: int = 1
+
+
+def pick_terms(documents: Iterable[str | None], glossary: Iterable[str] = (), *,
+               pieces: Pieces = rough_pieces, limit: int = MAX_TERMS,
+               budget: int = MAX_PIECES) -> list[str]:
+    """The terms to steer the recogniser with: the user's ``glossary`` first, then the
+    rarest names of ``documents`` (résumé, job description), within ``limit`` terms and
+    ``budget`` tokens (as ``pieces`` counts them)."""
+    chosen: list[str] = []
+    seen: set[str] = set()
+    spent = 0
+
+    def take(term: str) -> None:
+        nonlocal spent
+        key = term.casefold()
+        cost = pieces(term) + 1  # the separator
+        if key in seen or len(chosen) >= limit or spent + cost > budget:
+            return
+        seen.add(key)
+        chosen.append(term)
+        spent += cost
+
+    for entry in glossary:
+        term = " ".join(entry.split())[:MAX_TERM_CHARS].strip(" ,;、，；")
+        if term:
+            take(term)
+    ranked = sorted(_candidates([d for d in documents if d]).values(),
+                    key=lambda c: (-min(_rarity(c.term, pieces), 4.0), -c.count, c.first))
+    for candidate in ranked:
+        if _rarity(candidate.term, pieces) > _MIN_RARITY:
+            take(candidate.term)
+    return chosen
+
+
+def _rarity(term: str, pieces: Pieces) -> float:
+    return pieces(term) / max(1, len(words(term)))
+
+
+def _candidates(documents: list[str]) -> dict[str, _Candidate]:
+    """Name-shaped words and Chinese list items, keyed case-insensitively (the first
+    spelling wins), with how often they occur."""
+    text = _ADDRESSES.sub(" ", "\n".join(documents))
+    lower = {m.group() for m in _LATIN.finditer(text) if m.group().islower()}
+    found: dict[str, _Candidate] = {}
+    position = 0
+    for line in text.splitlines():
+        start = _LINE_START.match(line)
+        opening = start.end() if start else 0
+        for m in _LATIN.finditer(line):
+            word = m.group()
+            initial = m.start() <= opening or bool(_SENTENCE_END.search(line[: m.start()]))
+            if _name_shaped(word, initial, lower):
+                _count(found, word, position + m.start())
+        for m in _CJK_ITEM.finditer(line):
+            _count(found, m.group(1), position + m.start(1))
+        position += len(line) + 1
+    return found
+
+
+def _name_shaped(word: str, initial: bool, lower: set[str]) -> bool:
+    letters = [c for c in word if c.isalpha()]
+    if len(letters) < 2 and not any(c in "+#" for c in word):
+        return False  # "C", "R", "p99": too short to steer anything but noise
+    if any(c.isdigit() for c in word) or any(c in ".+#" for c in word):
+        return True
+    if any(c.isupper() for c in word[1:]) and any(c.islower() for c in word):
+        return True  # CockroachDB, gRPC, iOS
+    if word.isupper():
+        return True  # an acronym
+    return word[0].isupper() and not initial and word.lower() not in lower
+
+
+def _count(found: dict[str, _Candidate], term: str, at: int) -> None:
+    key = term.casefold()
+    if key in found:
+        found[key].count += 1
+    else:
+        found[key] = _Candidate(term, at)
+
+
+def prompt_text(terms: list[str], *, chinese: bool = False) -> str:
+    """The terms as the text Whisper is prompted with: a plain list, the way a transcript
+    would name them ("CockroachDB, ArgoCD, Kubernetes."), "、" between Chinese ones."""
+    if not terms:
+        return ""
+    return ("、".join(terms) + "。") if chinese else (", ".join(terms) + ".")
