@@ -278,6 +278,35 @@ class LanguageEvent(Event):
     """Whisper's language probability for it (among the languages auto chooses from)."""
 
 
+RecallSource = Literal["resume", "job"]
+
+
+@dataclass(frozen=True, slots=True)
+class RecallLine:
+    """One line of the résumé or job description that a question touches."""
+
+    text: str
+    source: RecallSource
+    score: float
+    """Lexical match strength (:mod:`app.prompt.recall`): 1.0 ≈ one term as rare as a name."""
+
+
+@dataclass(frozen=True, slots=True)
+class RecallEvent(Event):
+    """The lines of the candidate's documents a question touches, found without an LLM.
+
+    Emitted by the answer side when a question is guessed or final and its lines differ
+    from those last shown for the turn; an empty ``lines`` clears them (a final that
+    touches nothing after a guess that did).
+    """
+
+    name: ClassVar[str] = "recall"
+    turn: int
+    lines: tuple[RecallLine, ...] = ()
+    guessed: bool = False
+    """True for a guess at the question (``speculate``), False once it is final."""
+
+
 SessionState = Literal["idle", "starting", "listening", "stopping", "failed"]
 
 
@@ -297,6 +326,8 @@ def to_dict(event: Event) -> dict[str, Any]:
         value = getattr(event, f.name)
         if dataclasses.is_dataclass(value) and not isinstance(value, type):
             value = dataclasses.asdict(value)
+        elif isinstance(value, tuple) and any(dataclasses.is_dataclass(v) for v in value):
+            value = [dataclasses.asdict(v) for v in value]  # RecallEvent.lines
         elif isinstance(value, float):
             value = round(value, 6)
         out[f.name] = value

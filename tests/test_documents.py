@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import os
+import zipfile
 from pathlib import Path
 
 import pypdf
@@ -171,13 +172,91 @@ def test_empty_and_blank_files(tmp_path: Path) -> None:
 
 
 def test_wrong_type(tmp_path: Path) -> None:
-    docx = tmp_path / "resume.docx"
-    docx.write_bytes(b"PK\x03\x04 word stuff")
-    message = str(_error(docx, "job description"))
+    odt = tmp_path / "resume.odt"
+    odt.write_bytes(b"PK\x03\x04 open document stuff")
+    message = str(_error(odt, "job description"))
     assert message == (
-        'The job description file "resume.docx" is not a PDF, text or Markdown file: '
-        "save it as .pdf, .txt or .md and pick it again in Settings."
+        'The job description file "resume.odt" is not a Word, PDF, text or Markdown file: '
+        "save it as .docx, .pdf, .txt or .md and pick it again in Settings."
     )
+    old_word = tmp_path / "cv.doc"
+    old_word.write_bytes(b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1" + b"\x00" * 64)
+    assert "old Word format (.doc)" in str(_error(old_word))
+
+
+W_NS = "http://schemas.openxmlformats.org/wordprocessingml/2006/main"
+
+
+def make_docx(body: str, *, extra: dict[str, str] | None = None) -> bytes:
+    """A .docx as Word lays it out: a zip whose word/document.xml holds ``body``."""
+    xml = (
+        f'<?xml version="1.0" encoding="UTF-8" standalone="yes"?>'
+        f'<w:document xmlns:w="{W_NS}" '
+        'xmlns:mc="http://schemas.openxmlformats.org/markup-compatibility/2006" '
+        'xmlns:wps="http://schemas.microsoft.com/office/word/2010/wordprocessingShape">'
+        f"<w:body>{body}</w:body></w:document>"
+    )
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as package:
+        package.writestr("[Content_Types].xml", "<Types/>")
+        package.writestr("word/document.xml", xml)
+        for name, data in (extra or {}).items():
+            package.writestr(name, data)
+    return out.getvalue()
+
+
+def _p(text: str, *, bullet: bool = False) -> str:
+    props = "<w:pPr><w:numPr><w:ilvl w:val=\"0\"/><w:numId w:val=\"1\"/></w:numPr></w:pPr>" if bullet else ""
+    runs = "".join(f"<w:r><w:t xml:space=\"preserve\">{part}</w:t></w:r>" for part in text.split("|"))
+    return f"<w:p>{props}{runs}</w:p>"
+
+
+def test_docx_paragraphs_lists_tables_and_text_boxes_in_reading_order(tmp_path: Path) -> None:
+    box = (  # a text box, with the VML copy Word keeps for old readers (must not be read twice)
+        "<w:p><w:r><mc:AlternateContent><mc:Choice Requires=\"wps\"><w:drawing><wps:txbx>"
+        f"<w:txbxContent>{_p('Skills: Go, Kafka')}</w:txbxContent></wps:txbx></w:drawing></mc:Choice>"
+        f"<mc:Fallback><w:pict><w:txbxContent>{_p('Skills: Go, Kafka')}</w:txbxContent></w:pict>"
+        "</mc:Fallback></mc:AlternateContent></w:r></w:p>"
+    )
+    table = (f"<w:tbl><w:tr><w:tc>{_p('2019–2024')}</w:tc><w:tc>{_p('Engineer at Initech')}</w:tc>"
+             "</w:tr></w:tbl>")
+    body = (_p("Jane |Doe") + _p("Led the |Kafka migration", bullet=True)
+            + "<w:p><w:r><w:t>Phone</w:t><w:tab/><w:t>555</w:t><w:br/><w:t>Lisbon</w:t></w:r></w:p>"
+            + table + box + "<w:p><w:del><w:r><w:delText>deleted words</w:delText></w:r></w:del></w:p>")
+    path = tmp_path / "Jane Doe.docx"
+    path.write_bytes(make_docx(body))
+    assert load_resume(path) == (
+        "Jane Doe\n- Led the Kafka migration\nPhone 555\nLisbon\n2019–2024\nEngineer at Initech\n"
+        "Skills: Go, Kafka"
+    )
+
+
+def test_docx_that_cannot_be_read_says_why(tmp_path: Path) -> None:
+    fake = tmp_path / "cv.docx"
+    fake.write_text("plain text saved with a .docx name", encoding="utf-8")
+    message = str(_error(fake))
+    assert message.startswith('The résumé file "cv.docx" could not be read as a Word document')
+    assert "save it as .docx, .pdf, .txt or .md" in message
+    not_word = tmp_path / "photos.docx"
+    not_word.write_bytes(_zip({"image.png": "x"}))  # a zip, but no Word body in it
+    assert "could not be read as a Word document" in str(_error(not_word))
+    protected = tmp_path / "locked.docx"  # Word encrypts into an OLE container, not a zip
+    protected.write_bytes(b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1" + b"\x00" * 512)
+    assert "password-protected" in str(_error(protected))
+    empty = tmp_path / "empty.docx"
+    empty.write_bytes(make_docx(_p(" ")))
+    assert "has no text" in str(_error(empty))
+    broken = tmp_path / "broken.docx"
+    broken.write_bytes(_zip({"word/document.xml": "<w:document><w:body>"}))
+    assert "its text is damaged" in str(_error(broken))
+
+
+def _zip(files: dict[str, str]) -> bytes:
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w") as package:
+        for name, data in files.items():
+            package.writestr(name, data)
+    return out.getvalue()
 
 
 def test_binary_renamed_to_txt(tmp_path: Path) -> None:

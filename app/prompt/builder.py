@@ -26,11 +26,18 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from app.prompt.recall import RecallIndex, split_lines
+from app.prompt.shape import ReplyShape
 from app.prompt.texts import (
     CANDIDATE_SAID,
+    COMPACT_ABOUT,
+    COMPACT_ABOUT_ACK,
+    COMPACT_FEW_SHOT,
+    COMPACT_SYSTEM_PROMPT,
     CONTEXT_ACK,
     FEW_SHOT,
     builtin_system_prompt,
+    compact_question,
     context_message,
     language_family,
     localise,
@@ -38,6 +45,16 @@ from app.prompt.texts import (
 
 Message = dict[str, str]
 DEFAULT_MAX_TURNS = 8
+COMPACT_SHAPE = ReplyShape(max_bullets=3, max_words=60, max_tokens=96,
+                           sampling={"repeat_penalty": 1.3, "frequency_penalty": 0.3})
+"""The bundled model's answers: three bullets and one sentence at most (``max_tokens`` 96
+is ~70 words, so the word cap, not the server, ends an answer); ``repeat_penalty`` 1.3
+(llama.cpp's default is 1.1, too weak for a 135M model's loops) and a frequency penalty
+make it vary its words, and the shape cuts the stream at the first repeated line anyway.
+Measured with `bench answers`."""
+COMPACT_ABOUT_LINES = 2
+"""The résumé's first lines (name, headline) sit in the compact prefix: "tell me about
+yourself" recalls no line, and must not be answered with nothing to go on."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,6 +75,12 @@ class PromptBuilder:
     history at all.  A custom ``system_prompt`` replaces the built-in one, while the few-shot
     examples stay (disable them with ``few_shot=False`` if the custom prompt wants a
     different format).
+
+    ``compact`` is for the bundled 135M model (English only; Chinese keeps the full
+    prompt): a four-sentence system prompt, few-shot with no names or numbers, the
+    résumé's first lines instead of the whole of it, no history, and each question sent
+    with the lines of the documents it touches (:mod:`app.prompt.recall`) as its facts.
+    A small model cannot find a fact in two pages, but it can restate three lines.
     """
 
     def __init__(
@@ -69,12 +92,23 @@ class PromptBuilder:
         *,
         max_turns: int = DEFAULT_MAX_TURNS,
         few_shot: bool = True,
+        compact: bool = False,
     ) -> None:
         if max_turns < 0:
             raise ValueError("max_turns must be 0 or more")
         self.language = language
-        self.max_turns = max_turns
+        self.compact = compact and language_family(language) == "en"
+        self.max_turns = 0 if self.compact else max_turns
+        self.recall = RecallIndex(resume, job_description)
+        """The documents' lines, for the window (``recall`` events) and compact facts."""
+        self.reply_shape = COMPACT_SHAPE if self.compact else ReplyShape()
         custom = (system_prompt or "").strip()
+        if self.compact:
+            self.system_prompt = custom or COMPACT_SYSTEM_PROMPT
+            self._prefix: tuple[Message, ...] = tuple(_compact_prefix(self.system_prompt, resume, few_shot))
+            self._turns: list[Turn] = []
+            self._said_early: dict[int, list[str]] = {}
+            return
         self.system_prompt = custom or builtin_system_prompt(language)
         prefix: list[Message] = [{"role": "system", "content": self.system_prompt}]
         if few_shot:
@@ -83,9 +117,9 @@ class PromptBuilder:
         context = context_message(_clean(resume), _clean(job_description), language)
         if context is not None:
             prefix += [_user(context), _assistant(localise(CONTEXT_ACK[language_family(language)], language))]
-        self._prefix: tuple[Message, ...] = tuple(prefix)
-        self._turns: list[Turn] = []
-        self._said_early: dict[int, list[str]] = {}
+        self._prefix = tuple(prefix)
+        self._turns = []
+        self._said_early = {}
 
     @property
     def turns(self) -> tuple[Turn, ...]:
@@ -110,6 +144,8 @@ class PromptBuilder:
         self._turns.append(Turn(question, answer, key, said))
         if len(self._turns) > self.max_turns:
             del self._turns[: max(1, self.max_turns // 2)]
+        if not self.max_turns:
+            self._turns.clear()
 
     def record_candidate(self, said: str, *, key: int) -> None:
         """The candidate's own words after the question of turn ``key``: they go into the
@@ -148,6 +184,9 @@ class PromptBuilder:
         question = question.strip()
         if not question:
             raise ValueError("question is empty")
+        if self.compact:
+            facts = [line.text for line in self.recall.lines_for(question)]
+            return [*self.prefix_messages(), _user(compact_question(question, facts))]
         return [*self.prefix_messages(), *self.history_messages(), _user(question)]
 
     def stable_prefix_bytes(self) -> bytes:
@@ -204,6 +243,17 @@ def _content_text(content: Any) -> str:
             str(part.get("text", "")) for part in content if isinstance(part, Mapping)
         )
     return ""
+
+
+def _compact_prefix(system_prompt: str, resume: str | None, few_shot: bool) -> list[Message]:
+    prefix: list[Message] = [{"role": "system", "content": system_prompt}]
+    if few_shot:
+        for question, answer in COMPACT_FEW_SHOT:
+            prefix += [_user(question), _assistant(answer)]
+    about = [line for line, _ in split_lines(resume or "")][:COMPACT_ABOUT_LINES]
+    if about:
+        prefix += [_user(COMPACT_ABOUT.format(about="\n".join(about))), _assistant(COMPACT_ABOUT_ACK)]
+    return prefix
 
 
 def _clean(text: str | None) -> str | None:

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import io
 import re
+import zipfile
 from collections import Counter
 from pathlib import Path
+from xml.etree import ElementTree
 
 RESUME_MAX_CHARS = 6000
 JOB_DESCRIPTION_MAX_CHARS = 3000
@@ -22,8 +24,14 @@ MAX_PDF_PAGES = 40
 
 TEXT_SUFFIXES = frozenset({".txt", ".text", ".md", ".markdown"})
 PDF_SUFFIXES = frozenset({".pdf"})
+DOCX_SUFFIXES = frozenset({".docx", ".docm"})
+MAX_DOCX_XML_BYTES = 50 * 1024 * 1024
+"""The unpacked document body we will parse: a résumé's is well under 1 MB, and a zip bomb
+renamed .docx must not fill the memory."""
 
-_FIX_TYPE = "save it as .pdf, .txt or .md and pick it again in Settings"
+_FIX_TYPE = "save it as .docx, .pdf, .txt or .md and pick it again in Settings"
+_W = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}"
+_MC_FALLBACK = "{http://schemas.openxmlformats.org/markup-compatibility/2006}Fallback"
 _LIGATURES = {"\ufb00": "ff", "\ufb01": "fi", "\ufb02": "fl", "\ufb03": "ffi", "\ufb04": "ffl"}
 _INVISIBLE = re.compile("[\u00ad\u200b\u200c\u200d\u2060\ufeff]")
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0e-\x1f\x7f]")
@@ -55,7 +63,7 @@ def load_job_description(path: str | Path, max_chars: int = JOB_DESCRIPTION_MAX_
 
 
 def load_document(path: str | Path, *, max_chars: int, label: str = "document") -> str:
-    """Read a .txt/.md/.pdf file into normalised text of at most ``max_chars`` characters.
+    """Read a .txt/.md/.pdf/.docx file into normalised text of at most ``max_chars`` characters.
 
     Raises :class:`DocumentError` for every way a user-picked file can be unusable, so the
     caller needs one ``except`` and can show ``str(exc)`` as is.
@@ -74,6 +82,16 @@ def load_document(path: str | Path, *, max_chars: int, label: str = "document") 
                 "text PDF, or paste the text into a .txt file and pick that in Settings.",
                 p,
             )
+    elif suffix in DOCX_SUFFIXES:
+        text = _normalise(_docx_text(data, p, what), pdf=False)
+        if not text:
+            raise DocumentError(f"{what} has no text: add the text and pick it again in Settings.", p)
+    elif suffix == ".doc":
+        raise DocumentError(
+            f"{what} is in the old Word format (.doc): open it in Word, LibreOffice or Pages, "
+            "save it as .docx or .pdf, and pick that in Settings.",
+            p,
+        )
     elif suffix in TEXT_SUFFIXES:
         raw = _decode_text(data, p, what)
         if suffix in {".md", ".markdown"}:
@@ -82,7 +100,7 @@ def load_document(path: str | Path, *, max_chars: int, label: str = "document") 
         if not text:
             raise DocumentError(f"{what} is empty: add the text and pick it again in Settings.", p)
     else:
-        raise DocumentError(f"{what} is not a PDF, text or Markdown file: {_FIX_TYPE}.", p)
+        raise DocumentError(f"{what} is not a Word, PDF, text or Markdown file: {_FIX_TYPE}.", p)
     return cap_text(text, max_chars)
 
 
@@ -178,6 +196,93 @@ def _pdf_pages(data: bytes, p: Path, what: str, max_chars: int) -> list[str]:
             "again, or save it as .txt, and pick it again in Settings.",
             p,
         ) from None
+
+
+def _docx_text(data: bytes, p: Path, what: str) -> str:
+    """The text of a Word document: every paragraph in reading order, one per line.
+
+    Read straight from the package (``word/document.xml``) with the standard library
+    rather than python-docx: we only need the words, python-docx skips text boxes and
+    walks tables apart from paragraphs (a two-column résumé is usually one or the other),
+    and it would add lxml, a native library, to every installer.  Every ``w:p`` is taken
+    in document order, tables and text boxes included; tabs and line breaks are kept,
+    and a list paragraph gets a "- " so the recall and the model see bullets.
+    """
+    try:
+        with zipfile.ZipFile(io.BytesIO(data)) as package:
+            info = package.getinfo("word/document.xml")
+            if info.file_size > MAX_DOCX_XML_BYTES:
+                raise DocumentError(
+                    f"{what} is too large once unpacked to be a résumé or job description: "
+                    "pick a smaller file in Settings.",
+                    p,
+                )
+            xml = package.read(info)
+    except DocumentError:
+        raise
+    except RuntimeError:  # zipfile: "File is encrypted, password required"
+        raise DocumentError(
+            f"{what} is password-protected: save a copy without a password and pick it "
+            "again in Settings.",
+            p,
+        ) from None
+    except (zipfile.BadZipFile, KeyError, OSError, ValueError, EOFError, NotImplementedError):
+        encrypted = data.startswith(b"\xd0\xcf\x11\xe0")  # Word saves protected files in OLE
+        raise DocumentError(
+            f"{what} is password-protected: save a copy without a password and pick it "
+            "again in Settings." if encrypted else
+            f"{what} could not be read as a Word document (it may be damaged, or another "
+            f"kind of file renamed to {p.suffix}): {_FIX_TYPE}.",
+            p,
+        ) from None
+    try:
+        root = ElementTree.fromstring(xml)
+    except ElementTree.ParseError:
+        raise DocumentError(
+            f"{what} could not be read as a Word document (its text is damaged): "
+            f"{_FIX_TYPE}.",
+            p,
+        ) from None
+    lines: list[str] = []
+    _docx_paragraphs(root, lines)
+    return "\n".join(lines)
+
+
+def _docx_paragraphs(node: ElementTree.Element, lines: list[str]) -> None:
+    """Append the text of each paragraph under ``node`` in reading order; a text box's
+    paragraphs come after the paragraph that anchors it, and the VML copy Word keeps of
+    each text box for old readers (``mc:Fallback``) is skipped, so nothing is said twice."""
+    for child in node:
+        if child.tag == _MC_FALLBACK:
+            continue
+        if child.tag == f"{_W}p":
+            parts: list[str] = []
+            boxes: list[ElementTree.Element] = []
+            _docx_runs(child, parts, boxes)
+            text = "".join(parts)
+            if child.find(f"{_W}pPr/{_W}numPr") is not None and text.strip():
+                text = "- " + text.lstrip()
+            if text.strip() or not boxes:  # an empty paragraph is spacing; an anchor is not
+                lines.append(text)
+            for box in boxes:
+                _docx_paragraphs(box, lines)
+        else:
+            _docx_paragraphs(child, lines)
+
+
+def _docx_runs(node: ElementTree.Element, parts: list[str], boxes: list[ElementTree.Element]) -> None:
+    for child in node:
+        tag = child.tag
+        if tag == f"{_W}t" and child.text:
+            parts.append(child.text)
+        elif tag == f"{_W}tab":
+            parts.append("\t")
+        elif tag in (f"{_W}br", f"{_W}cr"):
+            parts.append("\n")
+        elif tag == f"{_W}txbxContent":
+            boxes.append(child)
+        elif tag != _MC_FALLBACK:
+            _docx_runs(child, parts, boxes)
 
 
 def _strip_page_furniture(pages: list[str]) -> str:

@@ -179,3 +179,45 @@ def context_message(resume: str | None, job_description: str | None, language: s
     if job_description:
         parts.append(f"{jd_heading}\n{job_description}")
     return "\n\n".join(parts)
+
+
+# --- the compact prompt: the bundled 135M model -------------------------------------------
+
+COMPACT_SYSTEM_PROMPT = """\
+You are a job candidate in an interview. Answer the interviewer's question in the first \
+person with at most three short bullet points. Use only the facts given with the question. \
+If no fact fits, answer in general terms such as "in my last role", and never make up a \
+name, a company, a tool or a number."""
+"""For a model of 135M parameters: four sentences it can follow, no format spec it cannot.
+The long prompt's rules (headings, sign-offs, transcription errors) only dilute these."""
+
+COMPACT_FEW_SHOT: tuple[tuple[str, str], ...] = (
+    (
+        "Facts:\n- Led the redesign of the billing page with the design team\n\n"
+        "Question: tell me about a project you are proud of",
+        "- I led the redesign of our billing page\n"
+        "- I worked closely with the design team\n"
+        "- Customers found it much easier to use",
+    ),
+    (
+        "Facts: none\n\nQuestion: how do you handle a tight deadline",
+        "- In my last role I cut the scope to what mattered most\n"
+        "- I told the team about risks early\n"
+        "- We shipped the core first and the rest after",
+    ),
+)
+"""Two exchanges that show the shape and the honesty: facts restated in the first person,
+and no facts answered in general terms.  They hold no name and no number on purpose:
+whatever a small model sees here it repeats, and anything it repeats would be invented."""
+
+COMPACT_QUESTION = "Facts:\n{facts}\n\nQuestion: {question}"
+COMPACT_NO_FACTS = "Facts: none\n\nQuestion: {question}"
+COMPACT_ABOUT = "About me:\n{about}"
+COMPACT_ABOUT_ACK = "Understood."
+
+
+def compact_question(question: str, facts: list[str]) -> str:
+    """The last user message of a compact request: the recalled lines, then the question."""
+    if not facts:
+        return COMPACT_NO_FACTS.format(question=question)
+    return COMPACT_QUESTION.format(facts="\n".join(f"- {fact}" for fact in facts), question=question)
