@@ -441,7 +441,8 @@ class Session:
         resume, job = texts
         spoken = "en" if language == AUTO else language
         return PromptBuilder(self.settings.prompt.system_prompt, resume, job,
-                             prompt_language(spoken, self.settings.asr.chinese_script))
+                             prompt_language(spoken, self.settings.asr.chinese_script),
+                             compact=self._llm is None or self._llm.model == LOCAL_MODEL)
 
     # --- state ---------------------------------------------------------------------------
 
