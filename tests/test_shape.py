@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 
 from app.llm.client import Delta, Done, RequestTiming, StreamItem
 from app.prompt.shape import ReplyShape, ShapeGuard
@@ -45,7 +45,7 @@ def test_the_word_cap_cuts_at_a_word() -> None:
 
 
 def test_an_inactive_shape_passes_the_stream_through() -> None:
-    async def source() -> AsyncIterator[StreamItem]:
+    async def source() -> AsyncGenerator[StreamItem, None]:
         yield Delta("x", 0.0)
 
     stream = source()
@@ -58,7 +58,7 @@ async def test_the_wrapped_stream_stops_and_closes_its_source() -> None:
     closed: list[bool] = []
     timing = RequestTiming()
 
-    async def source() -> AsyncIterator[StreamItem]:
+    async def source() -> AsyncGenerator[StreamItem, None]:
         try:
             yield Delta("-", 0.1, timing)
             for piece in (" a\n", "- b\n", "- a\n", "- c\n", "- d\n"):

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import re
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncGenerator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -62,7 +62,7 @@ class ReplyShape:
     def extra(self) -> dict[str, Any] | None:
         return dict(self.sampling) or None
 
-    def wrap(self, stream: AsyncIterator[StreamItem]) -> AsyncIterator[StreamItem]:
+    def wrap(self, stream: AsyncGenerator[StreamItem, None]) -> AsyncGenerator[StreamItem, None]:
         """The stream as this shape lets it through (the stream itself when inactive)."""
         return _shaped(stream, self) if self.active else stream
 
@@ -178,11 +178,12 @@ class ShapeGuard:
         return out if final else out + "\n"
 
 
-async def _shaped(stream: AsyncIterator[StreamItem], shape: ReplyShape) -> AsyncIterator[StreamItem]:
+async def _shaped(stream: AsyncGenerator[StreamItem, None],
+                  shape: ReplyShape) -> AsyncGenerator[StreamItem, None]:
     guard = ShapeGuard(shape)
     last_t = 0.0
     timing = None  # the first fragment's, kept for the first one shown
-    async with contextlib.aclosing(stream):  # type: ignore[type-var]
+    async with contextlib.aclosing(stream):
         async for item in stream:
             if isinstance(item, Delta):
                 last_t = item.t
