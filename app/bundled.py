@@ -18,10 +18,15 @@ or absent; if that fails the shipped file is used.
 from __future__ import annotations
 
 import ctypes
+import functools
 import importlib.util
 import logging
 import os
+import platform
+import subprocess
+import sys
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -115,8 +120,122 @@ def quiet_llama_logs() -> None:
 
 
 def llama_cpp_installed() -> bool:
-    """Whether llama-cpp-python is importable (checked without importing it)."""
+    """Whether llama-cpp-python is importable (checked without importing it) *and* this
+    CPU can run it: every caller imports ``llama_cpp`` only after asking this, so a CPU
+    that would die of an illegal instruction never loads it (see :func:`llama_cpp_problem`)."""
     try:
-        return importlib.util.find_spec("llama_cpp") is not None
+        found = importlib.util.find_spec("llama_cpp") is not None
     except (ImportError, ValueError):
         return False
+    return found and cpu_problem() is None
+
+
+def llama_cpp_problem() -> str | None:
+    """Why llama.cpp cannot run here, in one sentence; None when it can."""
+    try:
+        if importlib.util.find_spec("llama_cpp") is None:
+            return "llama-cpp-python is not installed"
+    except (ImportError, ValueError):
+        return "llama-cpp-python is not installed"
+    return cpu_problem()
+
+
+# --- can this CPU run the build? ----------------------------------------------------------------
+
+LLAMA_X86_FEATURES: tuple[str, ...] = ("sse3", "ssse3", "sse4_2", "avx", "avx2", "bmi2", "fma", "f16c")
+"""What llama.cpp built with ``-DGGML_NATIVE=OFF`` (packaging/llama_wheel.sh, tests/run.sh)
+executes unconditionally on x86-64: ggml turns on SSE4.2, AVX, AVX2, BMI2, FMA and F16C
+(SSE3/SSSE3 come with them) and has no fallback in that build, so a CPU without one of them
+(Intel before Haswell, 2013; Pentium/Celeron/Atom of many later years; AMD before
+Excavator) dies of an illegal instruction the first time the model runs.  The names are
+Linux's /proc/cpuinfo flags.  tests/test_cpu_check.py compares this list with what the
+installed llama.cpp reports it was compiled for."""
+SKIP_CPU_CHECK_ENV = "INTERVIEW_COPILOT_SKIP_CPU_CHECK"
+"""Set to 1 by someone who compiled llama-cpp-python for their own CPU (GGML_NATIVE=ON)."""
+X86_MACHINES = frozenset({"x86_64", "amd64", "i386", "i686", "x86"})
+
+FlagsReader = Callable[[], "frozenset[str] | None"]
+
+
+def _linux_flags(cpuinfo: Path = Path("/proc/cpuinfo")) -> frozenset[str] | None:
+    try:
+        text = cpuinfo.read_text(encoding="ascii", errors="replace")
+    except OSError:
+        return None
+    for line in text.splitlines():
+        key, _, value = line.partition(":")
+        if key.strip() == "flags":
+            flags = set(value.split())
+            if "pni" in flags:  # Linux names SSE3 "pni" (Prescott New Instructions)
+                flags.add("sse3")
+            return frozenset(flags)
+    return None
+
+
+_WINDOWS_FEATURES = {"sse3": 13, "ssse3": 36, "sse4_2": 38, "avx": 39, "avx2": 40}
+"""IsProcessorFeaturePresent's PF_* numbers.  Windows reports no FMA, F16C or BMI2 bit: every
+x86-64 CPU with AVX2 has all three (Intel since Haswell, AMD since Excavator), so they are
+taken to come with AVX2."""
+
+
+def _windows_flags(kernel32: Any = None) -> frozenset[str] | None:
+    if kernel32 is None:
+        if sys.platform != "win32":
+            return None
+        kernel32 = ctypes.WinDLL("kernel32")
+    flags = {name for name, number in _WINDOWS_FEATURES.items() if kernel32.IsProcessorFeaturePresent(number)}
+    if "avx2" in flags:
+        flags |= {"fma", "f16c", "bmi2"}
+    return frozenset(flags)
+
+
+def _macos_flags(sysctl: Callable[[str], str] | None = None) -> frozenset[str] | None:
+    """Intel Macs: ``machdep.cpu.features`` + ``leaf7_features`` (``AVX1.0``, ``SSE4.2``…)."""
+    def run(name: str) -> str:
+        return subprocess.run(["/usr/sbin/sysctl", "-n", name], capture_output=True, text=True,
+                              timeout=5, check=True).stdout
+
+    read = sysctl or run
+    try:
+        words = (read("machdep.cpu.features") + " " + read("machdep.cpu.leaf7_features")).lower().split()
+    except (OSError, subprocess.SubprocessError):  # no such sysctl: cannot tell
+        return None
+    names = {"avx1.0": "avx", "sse4.2": "sse4_2"}
+    return frozenset(names.get(w, w) for w in words)
+
+
+@functools.cache
+def cpu_flags() -> frozenset[str] | None:
+    """This CPU's instruction-set extensions, named as Linux names them; None if unknown."""
+    if sys.platform == "win32":
+        return _windows_flags()
+    if sys.platform == "darwin":
+        return _macos_flags()
+    return _linux_flags()
+
+
+def machine() -> str:
+    """The CPU architecture (a function so tests can pose as another machine)."""
+    return platform.machine()
+
+
+def missing_cpu_features(read_flags: FlagsReader | None = None, arch: str | None = None) -> list[str]:
+    """The features of :data:`LLAMA_X86_FEATURES` this CPU lacks ([] off x86, or unknown)."""
+    if (arch if arch is not None else machine()).lower() not in X86_MACHINES:
+        return []  # arm64 builds use only what every Apple/ARM64 CPU has
+    flags = (read_flags or cpu_flags)()
+    if flags is None:
+        return []  # cannot tell: do not take the model away on a guess
+    return [f for f in LLAMA_X86_FEATURES if f not in flags]
+
+
+def cpu_problem(read_flags: FlagsReader | None = None, arch: str | None = None) -> str | None:
+    """One sentence when this CPU cannot run the llama.cpp build, else None."""
+    if os.environ.get(SKIP_CPU_CHECK_ENV, "") not in ("", "0"):
+        return None
+    missing = missing_cpu_features(read_flags, arch)
+    if not missing:
+        return None
+    names = ", ".join(f.upper().replace("_", ".") for f in missing)
+    return (f"this computer's processor lacks {names}, which the built-in llama.cpp needs, so the "
+            "local model is off (captions and answers from an API endpoint keep working)")

@@ -30,7 +30,7 @@ from typing import IO, Self
 
 import httpx2
 
-from app.bundled import GGUF_NAME, fast_model, llama_cpp_installed
+from app.bundled import GGUF_NAME, cpu_problem, fast_model, llama_cpp_installed
 from app.cores import server_threads
 from app.llm.bundle_server import llama_server_command
 from app.llm.errors import LlmError
@@ -98,6 +98,9 @@ class LocalServer:
             return self.base_url
         if self._stopped:
             raise LlmError("server", "The local LLM server was stopped.", retryable=False)
+        cpu = cpu_problem()
+        if cpu is not None:  # loading llama.cpp here would crash with an illegal instruction
+            raise LlmError("not_found", cpu[0].upper() + cpu[1:] + ".", retryable=False)
         model = self.model_path or fast_model()
         if not llama_cpp_available() or model is None or not Path(model).is_file():
             missing = "llama-cpp-python" if not llama_cpp_available() else f"the model {GGUF_NAME}"

