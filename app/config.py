@@ -143,6 +143,12 @@ class TurnConfig(_Section):
     pauses between the words of a question still being asked, where a quick recogniser's
     partial ("What is your biggest?") would otherwise be guessed and thrown away.  Words
     called finished are guessed after ``speculate_min_pause_ms``."""
+    speculate_ahead_ms: int = Field(default=30, ge=0, le=5000)
+    """Words the words model called finished before the voice stopped are guessed after
+    this much silence, without waiting for a pass to hear the pause (that pass confirms
+    the guess or replaces it): 30 ms is the first unvoiced frame, when the VAD calls the
+    pause, so the request leaves ~200 ms before the pause pass would have sent it.  Words
+    finished by the rules alone wait ``speculate_min_pause_ms`` at least."""
     speculate_min_question_chars: int = Field(default=30, ge=1, le=1000)
     endpoint_silence_ms: int = Field(default=800, ge=100, le=10000)
     """The turn is over after this much silence..."""

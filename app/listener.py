@@ -32,6 +32,9 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+import numpy as np
+import numpy.typing as npt
+
 from app.asr.decoder import WhisperDecoder
 from app.asr.streaming import StreamingRecognizer
 from app.asr.worker import DecodeWorker
@@ -56,6 +59,8 @@ from app.events import (
 )
 from app.turns.endpointer import Decision, Discard, Endpoint, Endpointer, Speculate
 from app.turns.signals import SignalRequest, SignalResult, SignalWorker, TurnSignals
+from app.turns.sound import TAIL_S as SOUND_TAIL_S
+from app.turns.sound import WINDOW_S as SOUND_WINDOW_S
 from app.vad.detector import VadStep, VoiceDetector
 
 AUDIO_ERROR = "audio"
@@ -72,6 +77,10 @@ class ListenerOptions:
     """End the turn sooner when the partial ended in "?" twice in a row."""
     continuations: bool = True
     """Speech soon after an endpoint continues that turn's question."""
+    guess_ahead: bool = True
+    """Every partial is scored as it lands, and words called finished are guessed when the
+    voice stops, before a pass has heard the pause (off: only a partial that heard all
+    the voice is scored and guessed, as before issue 29)."""
     speaker: Speaker = "interviewer"
 
     @property
@@ -122,7 +131,8 @@ class Listener:
         self._continuation_s = turns.continuation_window_ms / 1000 if continues else 0.0
         self._vad = VoiceDetector(settings.vad)
         fillers = [w for ws in settings.answer.filler_words.values() for w in ws]
-        self._endpointer = Endpointer(turns, settings.asr.language, fillers)
+        self._endpointer = Endpointer(turns, settings.asr.language, fillers,
+                                      guess_ahead=options.guess_ahead)
         self._recognizer = StreamingRecognizer(
             decoder, settings.asr, clock, on_partial=self._on_partial, on_final=self._on_final,
             on_error=bus.emit, on_language=self._on_language, on_no_words=self._on_no_words,
@@ -135,13 +145,18 @@ class Listener:
         self._scoring = self._signals is not None
         """Partials go to the end-of-turn models (off once the language is one they do not know)."""
         self._words_languages = set(turns.words_languages)
+        self._sound = False
+        """Smart Turn is loaded: a pause's audio is scored too."""
+        self._sound_voiced_end = -1.0
+        """The last voiced frame's end when Smart Turn last read a pause (once a pause)."""
         self._lock = threading.Lock()
         self._turn: int | None = None
         self._closed: _Closed | None = None
         self._other_spoke_at = -1.0
         """Audio time the other speaker last started talking."""
+        # the frames a continuation reopens with, and the audio Smart Turn reads at a pause
         self._recent: collections.deque[AudioFrame] = collections.deque(
-            maxlen=int((self._continuation_s + 1.0) * 1000 / 30) + 1)
+            maxlen=int(max(self._continuation_s + 1.0, SOUND_WINDOW_S) * 1000 / 30) + 1)
         self._audio_now = 0.0
         self._running = False
 
@@ -233,23 +248,46 @@ class Listener:
         events: list[Event] = []
         if step.paused:
             self._recognizer.pause()
-            self._warm_signals()
+            if not self._options.guess_ahead:
+                self._warm_signals()
             events.append(VadEvent(t=self._clock.now(), speech=False))
         elif step.resumed:
             events.append(VadEvent(t=self._clock.now(), speech=True))
+        if not step.voiced:
+            self._score_sound(frame.end)
         decisions = self._endpointer.tick(frame.end)
         if not decisions and self._recognizer.duration() >= self._settings.asr.max_utterance_s:
             decisions = self._endpointer.force(frame.end)
         return events + self._apply(decisions)
 
     def _warm_signals(self) -> None:
-        """The speaker paused: score the newest partial's words while the pass that hears
-        the pause decodes (lock held).  That pass's words are often the same, else they
-        begin alike, so its score comes from the words model's cache or a warm prefix; a
-        guess waits for that score unless the words end in a tag (see :mod:`app.turns.policy`)."""
+        """The baseline of before issue 29, which scored only partials that heard all the
+        voice: when the speaker paused, score the newest partial's words while the pass that
+        hears the pause decodes (lock held), so that pass's score comes from the words
+        model's cache or a warm prefix.  Scoring each partial as it lands does this anyway."""
         text = self._endpointer.text
         if self._scoring and self._signals and self._turn is not None and text:
             self._signals.submit(SignalRequest(self._turn, text, self._audio_now, warm_only=True))
+
+    def _score_sound(self, now: float) -> None:
+        """Smart Turn reads the utterance once a pause has lasted ``SOUND_TAIL_S`` (lock
+        held): the silence it was made to judge.  With the newest partial's words (mostly a
+        cache hit); the verdict counts while no newer voice came (``Endpointer.eot``)."""
+        voiced_end = self._vad.last_voiced_end
+        if (not self._sound or not self._scoring or self._signals is None or self._turn is None
+                or not self._endpointer.text or voiced_end <= self._sound_voiced_end
+                or now - voiced_end < SOUND_TAIL_S - 1e-6):
+            return
+        self._sound_voiced_end = voiced_end
+        audio = self._utterance_audio(self._turn, now)
+        self._signals.submit(SignalRequest(self._turn, self._endpointer.text, now, audio))
+
+    def _utterance_audio(self, turn: int, until: float) -> npt.NDArray[np.int16] | None:
+        """The turn's last ``SOUND_WINDOW_S`` of audio up to ``until`` (lock held), as
+        Smart Turn reads it; None when none of it is kept."""
+        began = max(self._began.get(turn, until), until - SOUND_WINDOW_S)
+        kept = [f.samples for f in self._recent if f.t >= began - 1e-6 and f.end <= until + 1e-6]
+        return np.concatenate(kept) if kept else None
 
     def _speech_started(self, onset: list[AudioFrame]) -> list[Event]:
         """A new voiced run: a new turn, or the continuation of the one just ended."""
@@ -291,7 +329,10 @@ class Listener:
         with self._lock:
             events = self._apply(self._endpointer.partial(partial.turn, text, partial.stable,
                                                           partial.audio_end, self._audio_now))
-            if self._scoring and self._signals and self._endpointer.current(partial.turn, partial.audio_end):
+            # each partial as it lands, so the newest has its verdict when the voice stops
+            # (the baseline: only one that heard all the voice)
+            if self._scoring and self._signals and partial.turn == self._endpointer.turn and (
+                    self._options.guess_ahead or self._endpointer.current(partial.turn, partial.audio_end)):
                 self._signals.submit(SignalRequest(partial.turn, text, partial.audio_end))
         self._emit(events)
 
@@ -305,6 +346,7 @@ class Listener:
         self._bus.emit(StatusEvent(t=self._clock.now(), stage="turns", message=signals.status))
         with self._lock:
             self._endpointer.expect_words(signals.words is not None and self._scoring)
+            self._sound = signals.sound is not None
 
     def _on_signals(self, result: SignalResult) -> None:
         self._decide(lambda: self._endpointer.eot(result.turn, result.text, result.audio_end, self._audio_now,

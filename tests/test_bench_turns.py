@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from app.config import Settings
-from devtools.bench.turns import MODES, _ratios, mode_settings
+from devtools.bench.turns import MODES, TurnResult, _ratios, _summarise, mode_settings
 
 
 def test_a_mode_changes_settings_on_a_copy_of_the_runs() -> None:
@@ -36,3 +36,19 @@ def test_a_variant_of_ours_is_reported_as_a_ratio_to_ours() -> None:
     summary = {"rules": {"response_latency_median_s": 0.6}, "ours": {"response_latency_median_s": 0.5},
                "ours@vad.hangover_ms=30": {"response_latency_median_s": 0.4}}
     assert _ratios(summary) == {"rules/ours": 1.2, "ours/ours@vad.hangover_ms=30": 1.25}
+
+
+def test_the_behaviour_before_the_guess_at_the_pause_is_a_mode_and_a_ratio() -> None:
+    spec, changed = mode_settings(Settings(), "pass")
+    assert spec.options.guess_ahead is False and MODES["ours"].options.guess_ahead is True
+    assert changed.turns.policy == "signals"
+    summary = {"pass": {"response_latency_median_s": 0.5}, "ours": {"response_latency_median_s": 0.4}}
+    assert _ratios(summary) == {"pass/ours": 1.25}
+
+
+def test_flicker_is_the_share_of_questions_whose_answer_was_withdrawn_and_for_how_long() -> None:
+    results = [TurnResult("q01.wav", "ours", flicker=[0.16]), TurnResult("q02.wav", "ours"),
+               TurnResult("q03.wav", "ours", flicker=[0.1, 0.3]), TurnResult("q04.wav", "ours")]
+    summary = _summarise(results)
+    assert summary["flicker_rate"] == 0.5
+    assert summary["flicker_shown_median_s"] == 0.16

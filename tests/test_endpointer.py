@@ -1,7 +1,10 @@
 """Endpoint and speculation rules, with plain numbers on the audio clock."""
 
+import math
+
+from app.audio.frames import FRAME_MS
 from app.config import TurnConfig
-from app.turns.endpointer import Discard, Endpoint, Endpointer, Speculate
+from app.turns.endpointer import Decision, Discard, Endpoint, Endpointer, Speculate
 
 
 def started(cfg: TurnConfig | None = None, language: str = "en") -> Endpointer:
@@ -81,6 +84,17 @@ def test_chinese_end_words() -> None:
     assert ep.partial(1, "你用过 Kubernetes，对吧？", "", 1.5, 1.65)[0].reason == "end_word"  # type: ignore[union-attr]
 
 
+def _first_tick(ms: float) -> float:
+    """Seconds of silence at the first frame tick that reaches ``ms``."""
+    return round(math.ceil(ms / FRAME_MS - 1e-9) * FRAME_MS / 1000, 2)
+
+
+QUESTION_WAIT = _first_tick(TurnConfig().endpoint_question_silence_ms)
+"""Where "?" twice in a row ends the turn (the rules' question wait)..."""
+SILENCE_WAIT = _first_tick(TurnConfig().endpoint_silence_ms)
+"""...and where anything else does."""
+
+
 def _endpoint_after(language: str, *partials: str) -> float | None:
     """Seconds of silence after which the turn ends, the voice stopping at 2.0 s and the
     partials landing one after another up to it."""
@@ -100,20 +114,22 @@ def test_a_chinese_wh_question_closed_with_a_full_stop_ends_like_a_question_mark
     """Whisper writes "。" or "？" after a Mandarin wh-question as it likes (no rising
     pitch to hear): the question word makes it one, twice in a row as for "？"."""
     asked = _endpoint_after("zh", "进程和线程有什么区？", "进程和线程有什么区别？")
-    assert asked == _endpoint_after("zh", "进程和线程有什么区。", "进程和线程有什么区别。") == 0.42
-    assert _endpoint_after("zh", "缓存穿透是什么，怎么解。", "缓存穿透是什么，怎么解决！") == 0.42
-    assert _endpoint_after("zh", "进程和线程有什么区", "进程和线程有什么区别。") == 0.81  # once is not twice
+    assert asked == _endpoint_after("zh", "进程和线程有什么区。", "进程和线程有什么区别。") == QUESTION_WAIT
+    assert _endpoint_after("zh", "缓存穿透是什么，怎么解。", "缓存穿透是什么，怎么解决！") == QUESTION_WAIT
+    once = _endpoint_after("zh", "进程和线程有什么区", "进程和线程有什么区别。")
+    assert once == SILENCE_WAIT  # once is not twice
 
 
 def test_a_chinese_full_stop_without_a_question_word_still_waits() -> None:
-    assert _endpoint_after("zh", "请先简单介绍一下你。", "请先简单介绍一下你自己。") == 0.81
+    assert QUESTION_WAIT < SILENCE_WAIT
+    assert _endpoint_after("zh", "请先简单介绍一下你。", "请先简单介绍一下你自己。") == SILENCE_WAIT
     # the question word is in a sentence already finished: the last one asks nothing
     told = ("讲讲什么是死锁。讲一个你的项目。", "讲讲什么是死锁。讲一个你的项目经历。")
-    assert _endpoint_after("zh", *told) == 0.81
+    assert _endpoint_after("zh", *told) == SILENCE_WAIT
     # not closed: the recogniser does not say the sentence ended
-    assert _endpoint_after("zh", "进程和线程有什么区", "进程和线程有什么区别") == 0.81
+    assert _endpoint_after("zh", "进程和线程有什么区", "进程和线程有什么区别") == SILENCE_WAIT
     # English has no question words that finish a sentence ("What is the…" goes on)
-    assert _endpoint_after("en", "What is the difference.", "What is the difference.") == 0.81
+    assert _endpoint_after("en", "What is the difference.", "What is the difference.") == SILENCE_WAIT
 
 
 def test_rules_mode_speculates_after_250_ms_then_endpoints_after_800() -> None:
@@ -227,3 +243,103 @@ def test_partials_of_an_old_utterance_are_ignored() -> None:
     ep = started()
     ep.speech_started(2, 3.0)
     assert ep.partial(1, "Why are you interested in this role?", "", 3.0, 3.0) == []
+
+
+# --- the guess at the pause (issue 29) ---------------------------------------------------
+
+FINISHED = TurnConfig().words_complete_logp + 1.0
+"""A words-model score above the 'finished' threshold, whatever the setting."""
+UNSURE = (TurnConfig().words_complete_logp + TurnConfig().words_incomplete_logp) / 2
+"""One halfway between 'unfinished' and 'finished'."""
+WHOLE = "Why are you interested in this role?"
+
+
+def _heard_before_the_pause(ep: Endpointer, logp: float | None) -> list[Decision]:
+    """The voice runs to 2.0 s; the last partial, decoded up to 1.8 s while it went on,
+    already holds the whole question (and the words model scored it, unless None)."""
+    speak_until(ep, 1.95)
+    out = ep.partial(1, WHOLE, "", 1.8, 1.95)
+    if logp is not None:
+        out += ep.eot(1, WHOLE, 1.8, 1.95, words_logp=logp)
+    for t in (1.98, 2.0):
+        ep.voiced(t)
+        out += ep.tick(t)
+    return out
+
+
+def _ticks(ep: Endpointer, until: float, since: float = 2.0) -> list[tuple[float, Decision]]:
+    """Frame ticks after the voice stopped at 2.0 s, from ``since`` to ``until``: (silence
+    in s, decision) for each decision."""
+    out = []
+    for k in range(1, 200):
+        t = round(2.0 + k * FRAME_MS / 1000, 3)
+        if since < t <= until + 1e-9:
+            out += [(round(t - 2.0, 2), d) for d in ep.tick(t)]
+    return out
+
+
+def test_words_called_finished_before_the_pause_are_guessed_when_the_voice_stops() -> None:
+    """No pass after the pause (it was given up, or the room tone kept the VAD busy): the
+    whole question was heard before it, and the words model called it finished."""
+    cfg = TurnConfig()
+    ep = started(cfg)
+    ep.expect_words(True)
+    assert _heard_before_the_pause(ep, FINISHED) == []  # the voice went on: nothing yet
+    decisions = _ticks(ep, 3.0)
+    assert decisions[0] == (_first_tick(cfg.speculate_ahead_ms), Speculate(1, WHOLE, "question"))
+    ends = [(s, d) for s, d in decisions if isinstance(d, Endpoint)]
+    assert [s for s, _ in ends] == [_first_tick(cfg.endpoint_complete_ms)]  # not the silence wait
+
+
+def test_the_pass_that_hears_the_pause_confirms_the_guess_or_replaces_it() -> None:
+    cfg = TurnConfig()
+    # the same words again: one guess, no second request
+    ep = started(cfg)
+    ep.expect_words(True)
+    _heard_before_the_pause(ep, FINISHED)
+    assert [d for _, d in _ticks(ep, 2.06)] == [Speculate(1, WHOLE, "question")]
+    assert ep.partial(1, WHOLE, "", 2.09, 2.2) == []
+    # more words: they are guessed in turn (the answer engine cancels the first guess)
+    ep = started(cfg)
+    ep.expect_words(True)
+    _heard_before_the_pause(ep, FINISHED)
+    _ticks(ep, 2.06)
+    longer = "Why are you interested in this role at our company?"
+    assert ep.partial(1, longer, "", 2.09, 2.2) == []  # its own verdict first
+    assert ep.eot(1, longer, 2.09, 2.22, words_logp=FINISHED) == [Speculate(1, longer, "question")]
+
+
+def test_words_the_model_is_unsure_of_wait_for_the_pass_that_hears_the_pause() -> None:
+    cfg = TurnConfig()
+    ep = started(cfg)
+    ep.expect_words(True)
+    _heard_before_the_pause(ep, UNSURE)
+    assert _ticks(ep, 2.2) == []  # no guess on words heard before the pause...
+    assert ep.partial(1, WHOLE, "", 2.09, 2.2) == []  # ...nor at once when a pass heard them all
+    guess = [(s, d) for s, d in _ticks(ep, 3.0, since=2.2) if isinstance(d, Speculate)]
+    assert guess == [(_first_tick(cfg.speculate_unsure_ms), Speculate(1, WHOLE, "question"))]
+
+
+def test_the_rules_alone_guess_words_heard_before_the_pause_after_a_pause() -> None:
+    """No words model (Chinese, or not installed): "?" twice in a row is finished by the
+    rules, but the recogniser's punctuation is a guess, so a gap between words is not
+    enough: the guess waits for a pause."""
+    cfg = TurnConfig()
+    ep = started(cfg)
+    speak_until(ep, 1.95)
+    ep.partial(1, "Why are you interested in this?", "", 1.6, 1.7)
+    ep.partial(1, WHOLE, "", 1.8, 1.95)
+    speak_until(ep, 2.0, start=1.95)
+    decisions = _ticks(ep, 3.0)
+    assert decisions[0] == (_first_tick(max(cfg.speculate_ahead_ms, cfg.speculate_min_pause_ms)),
+                            Speculate(1, WHOLE, "question"))
+    assert [s for s, d in decisions if isinstance(d, Endpoint)] == [QUESTION_WAIT]
+
+
+def test_without_the_guess_ahead_only_a_current_partial_is_guessed() -> None:
+    """The benchmark's baseline of before issue 29."""
+    ep = Endpointer(TurnConfig(), guess_ahead=False)
+    ep.speech_started(1, 0.5)
+    ep.expect_words(True)
+    _heard_before_the_pause(ep, FINISHED)
+    assert not any(isinstance(d, Speculate) for _, d in _ticks(ep, 3.0))

@@ -232,3 +232,22 @@ def test_a_quick_partial_inside_a_pause_between_words_is_not_guessed_unless_call
     assert ep.partial(1, text, "", 2.6, 2.76) == []  # still being scored
     # ...while words the model calls finished are guessed the moment the verdict lands
     assert ep.eot(1, text, 2.6, 2.78, words_logp=-6.0) == [Speculate(1, text, "question")]
+
+
+def test_only_finished_words_may_be_guessed_before_a_pass_heard_the_pause() -> None:
+    """``ahead_ms``: words heard before the voice stopped are guessed at the pause only
+    when they are finished; by the words model at once, by weaker evidence after a pause."""
+    pause = max(CFG.speculate_ahead_ms, CFG.speculate_min_pause_ms)
+    finished = CFG.words_complete_logp + 1.0
+    assert decide(CFG, TextCues(), Evidence(words_logp=finished)).ahead_ms == CFG.speculate_ahead_ms
+    heard = TurnConfig(smart_turn_weight=2.0)  # the sound alone calls it finished
+    assert decide(heard, TextCues(), Evidence(sound_p=1.0)).ahead_ms == pause
+    twice = TextCues(question=True, question_streak=2)  # the rules' "?" twice in a row
+    assert decide(CFG, twice, Evidence()).ahead_ms == pause
+    # unsure, unfinished, a thinking pause, or the words model still scoring: no
+    unsure = (CFG.words_complete_logp + CFG.words_incomplete_logp) / 2
+    assert decide(CFG, TextCues(), Evidence(words_logp=unsure)).ahead_ms is None
+    assert decide(CFG, TextCues(), Evidence(words_logp=CFG.words_incomplete_logp - 1)).ahead_ms is None
+    assert decide(CFG, TextCues(trailing=True), Evidence(words_logp=finished)).ahead_ms is None
+    assert decide(CFG, twice, Evidence(words_pending=True)).ahead_ms is None
+    assert decide(CFG, TextCues(question=True, question_streak=1), Evidence()).ahead_ms is None

@@ -6,8 +6,11 @@ with plain numbers.
 
 A partial is *current* when its audio reaches the last voiced frame: while the
 interviewer keeps talking, new voiced frames arrive during every pass, so only a
-partial decoded after they fell silent (or paused) is current.  Speculating only on
-current partials keeps requests per turn low without waiting for any timer.
+partial decoded after they fell silent (or paused) is current.  Speculating mostly on
+current partials keeps requests per turn low without waiting for any timer; the newest
+partial, current or not, is guessed at the pause when the policy calls its words
+finished (``Wait.ahead_ms``): a question whose last words were heard before the voice
+stopped does not wait for a pass that may only say them again, or may never come.
 
 How long a pause ends the turn is :mod:`app.turns.policy`'s decision, from the text and
 the end-of-turn signals; the signals are computed elsewhere (off the audio thread) and
@@ -77,8 +80,12 @@ class _Turn:
 
 
 class Endpointer:
-    def __init__(self, config: TurnConfig, language: str = "en", fillers: Iterable[str] = ()) -> None:
+    def __init__(self, config: TurnConfig, language: str = "en", fillers: Iterable[str] = (), *,
+                 guess_ahead: bool = True) -> None:
+        """``guess_ahead`` False guesses current partials only (the benchmark's baseline
+        of before the guess at the pause)."""
         self._cfg = config
+        self._guess_ahead = guess_ahead
         self._fillers = tuple(fillers)
         self.set_language(language)
         self._turn: _Turn | None = None
@@ -193,9 +200,10 @@ class Endpointer:
             return self._decide_by_rules(now)
         wait = self._wait(turn)
         decisions: list[Decision] = []
-        current = turn.text and turn.partial_audio_end >= turn.last_voiced_end - _EPS
+        current = turn.partial_audio_end >= turn.last_voiced_end - _EPS
+        due = wait.speculate_ms if current else wait.ahead_ms if self._guess_ahead else None
         key = self._key(turn.text)
-        if current and silence * 1000 >= wait.speculate_ms and key not in turn.speculated:
+        if turn.text and due is not None and silence * 1000 >= due and key not in turn.speculated:
             turn.speculated.add(key)
             reason: SpeculateReason = (
                 "end_word" if self._ends_with_end_word(turn.text)

@@ -29,10 +29,17 @@ once the pause is a pause (``speculate_min_pause_ms``); words they are unsure of
 that the words model is still scoring, after ``speculate_unsure_ms`` (a pause longer
 than one between words; a text with no "?" or tag waits for ``speculate_silence_ms``);
 when more words are expected (incomplete, thinking), ``speculate_lead_ms`` before the
-endpoint.  A tag finishes a text by itself and never waits for the model.  The listener
-has the newest partial scored the moment the pause begins, while the pass that hears the
-pause decodes, so that pass's verdict is usually there when it lands (the same words
-from the cache, or words that begin alike from a warm prefix), not ~30-70 ms later.
+endpoint.  A tag finishes a text by itself and never waits for the model.
+
+Those waits are for a *current* partial, one whose pass heard all the voice.  The
+listener has every partial scored as it lands, so when the voice stops the newest one
+usually has its verdict already; if it is *complete* by the words model, that exact text
+is guessed when the VAD calls the pause (``speculate_ahead_ms``), before any pass has
+heard the pause: the pause pass confirms it (the same words, a hit) or hears more (a
+new guess replaces it, or the final does).  Finished by the rules alone ("?" or a tag
+twice in a row, no model), it waits for a pause (``speculate_min_pause_ms``) first, as
+the recogniser's punctuation is a guess.  Where the words model is unsure or has not
+spoken, only a current partial is guessed, as above.
 """
 
 from __future__ import annotations
@@ -82,6 +89,9 @@ class Wait:
     """Silence after which a current partial is sent as a guess."""
     score: float | None
     """Sum of the votes; None when today's rules decided (no model signal)."""
+    ahead_ms: float | None = None
+    """Silence after which the newest partial is guessed even though no pass has heard
+    all the voice yet (words called finished); None: only a current partial is guessed."""
 
 
 def words_vote(cfg: TurnConfig, logp: float) -> float:
@@ -102,6 +112,8 @@ def decide(cfg: TurnConfig, cues: TextCues, evidence: Evidence,
             # not called finished yet, and may be called unfinished: a wasted request
             hold = cfg.speculate_unsure_ms if cues.question else cfg.speculate_silence_ms
             return replace(rules, speculate_ms=min(rules.endpoint_ms, max(rules.speculate_ms, hold)))
+        if rules.verdict == "complete":  # finished by the punctuation alone: after a pause
+            return replace(rules, ahead_ms=min(rules.endpoint_ms, _pause_ms(cfg)))
         return rules
     score = 1.0 if cues.tag else 0.5 if cues.question else 0.0
     if evidence.words_logp is not None:
@@ -109,13 +121,23 @@ def decide(cfg: TurnConfig, cues: TextCues, evidence: Evidence,
     if sound is not None:
         score += cfg.smart_turn_weight * (2.0 * sound - 1.0)
     if score >= 1.0 - 1e-9:
-        return _wait(cfg, "complete", cfg.endpoint_complete_ms, score)
+        complete = _wait(cfg, "complete", cfg.endpoint_complete_ms, score)
+        # the words model called these words finished: they may leave when the voice stops;
+        # without its vote (the sound and the text alone) only after a pause, as the rules'
+        ahead = cfg.speculate_ahead_ms if evidence.words_logp is not None else _pause_ms(cfg)
+        return replace(complete, ahead_ms=min(complete.endpoint_ms, float(ahead)))
     if score <= -1.0 + 1e-9:
         return _wait(cfg, "incomplete", cfg.endpoint_incomplete_ms, score)
     middle = min(float(cfg.endpoint_uncertain_ms), rules.endpoint_ms)  # unsure is no reason to wait longer
     if learned_pause_ms is not None:
         middle = max(middle, min(LEARNED_PAUSE_FACTOR * learned_pause_ms, cfg.endpoint_incomplete_ms))
     return _wait(cfg, "uncertain", middle, score)
+
+
+def _pause_ms(cfg: TurnConfig) -> float:
+    """A guess ahead of the pass on evidence weaker than the words model's: a pause, not a
+    gap between words."""
+    return float(max(cfg.speculate_ahead_ms, cfg.speculate_min_pause_ms))
 
 
 def _wait(cfg: TurnConfig, verdict: Verdict, endpoint_ms: float, score: float | None) -> Wait:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import numpy.typing as npt
@@ -33,9 +33,11 @@ class SignalRequest:
     text: str
     """The current partial (what the words model scores)."""
     audio_end: float
-    """Audio-clock end of the audio the partial was decoded from."""
+    """Audio-clock end of ``audio`` when given, else of the audio the partial was decoded
+    from (a sound verdict counts while no voice came after it)."""
     audio: npt.NDArray[np.int16] | None = None
-    """The utterance's audio up to ``audio_end`` (16 kHz), for Smart Turn; None: no sound."""
+    """The utterance's last ``WINDOW_S`` of audio up to ``audio_end`` (16 kHz), for Smart
+    Turn; None: no sound."""
     warm_only: bool = False
     """Score only to fill the words model's cache: no result is delivered (see
     :meth:`SignalWorker.submit`)."""
@@ -132,12 +134,18 @@ class SignalWorker:
             self._thread.join(timeout)
 
     def submit(self, request: SignalRequest) -> None:
-        """Score this next; a request still waiting is dropped (it is older).  A warm-up
-        request never replaces one waiting: it only makes a later request for the same
-        words a cache hit (or one for words that begin alike cheaper)."""
+        """Score this next; a request still waiting is dropped (it is older), but a pause's
+        audio it carried goes on with the newer words (a partial landing while Smart Turn
+        waits must not cost the pause its sound verdict).  A warm-up request never replaces
+        one waiting: it only makes a later request for the same words a cache hit (or one
+        for words that begin alike cheaper)."""
         with self._cond:
-            if request.warm_only and self._pending is not None:
+            pending = self._pending
+            if request.warm_only and pending is not None:
                 return
+            if (pending is not None and pending.audio is not None and request.audio is None
+                    and pending.turn == request.turn and not request.warm_only):
+                request = replace(request, audio=pending.audio, audio_end=pending.audio_end)
             self._pending = request
             self._cond.notify_all()
 

@@ -27,6 +27,9 @@ from app.audio.frames import SAMPLE_RATE
 WHEEL = "pipecat-ai"
 MODEL_FILE = "smart-turn-v3.2-cpu.onnx"
 WINDOW_S = 8
+TAIL_S = 0.2
+"""Silence after the last word when Smart Turn reads the audio: pipecat runs it once its
+VAD has heard 0.2 s of silence (``stop_secs``), the pause it was trained to judge."""
 _N_FFT, _HOP, _N_MELS = 400, 160, 80
 
 

@@ -15,6 +15,9 @@ slows down for a while slows every mode alike):
   second decode for the final;
 - ``rules``: the product with the text-rules endpointer of before the end-of-turn
   signals (``turns.policy = "rules"``), so the signals' gain is a ratio too;
+- ``pass``: the product as it was before the guess at the pause (issue 29): only a
+  partial whose pass heard all the voice is scored and guessed
+  (``ListenerOptions.guess_ahead`` off);
 - ``ours``: the product defaults.
 
 A mode may change settings on top of the run's: ``ours@vad.hangover_ms=30`` (several
@@ -30,8 +33,10 @@ Response latency = t(first shown token of the answer left on screen) − the end
 whole question.  An answer left on screen is *stale* when it was written for less than
 the whole question: its words differ from the turn's last final (fillers and trailing
 tags aside), or it covers under three quarters of the words actually asked (a question
-cut at a pause).  A *withdrawn* answer was on screen and taken back (flicker); its delay
-is counted from the moment the interviewer's speech resumed.
+cut at a pause).  A *withdrawn* answer was on screen and taken back; its delay is
+counted from the moment the interviewer's speech resumed.  *Flicker* is the share of
+questions whose answer was shown and then withdrawn because the voice came back, with
+how long it had been on screen.
 """
 
 from __future__ import annotations
@@ -76,6 +81,7 @@ MODES: dict[str, Mode] = {
     "seed": Mode(Strategy(speculation=True, reuse_rule="fuzzy_unguarded"),
                  ListenerOptions(reuse_final=False, question_shortcut=False)),
     "rules": Mode(policy="rules"),
+    "pass": Mode(options=ListenerOptions(guess_ahead=False)),
     "ours": Mode(),
 }
 
@@ -100,6 +106,8 @@ class TurnResult:
     withdrawn: int = 0
     withdraw_delays: list[float] = field(default_factory=list)
     """Seconds from the resumed speech to each withdrawal."""
+    flicker: list[float] = field(default_factory=list)
+    """Seconds each answer withdrawn because the voice came back had been on screen."""
     answer: str = field(default="", repr=False)
     # where the response latency went (seconds; None when the step did not happen)
     endpoint_wait: float | None = None
@@ -189,7 +197,7 @@ def _ratios(summary: dict[str, Any]) -> dict[str, float]:
     and ours / a variant of ours (``ours@…``): above 1, the changed setting is faster."""
     ours = summary.get("ours", {}).get("response_latency_median_s")
     ratios: dict[str, float] = {}
-    for base in ("naive", "seed", "rules"):
+    for base in ("naive", "seed", "rules", "pass"):
         theirs = summary.get(base, {}).get("response_latency_median_s")
         if ours and theirs:
             ratios[f"{base}/ours"] = round(theirs / ours, 2)
@@ -313,6 +321,9 @@ def _score(events: list[Event], clip: Clip, mode: str) -> TurnResult:
         if written_for != whole or len(written_for) < 0.75 * len(words(clip.text)):
             result.stale += 1
     result.withdrawn = len(timeline.retractions)
+    shown_at = {a.request: a.shown_at for a in timeline.answers()}
+    result.flicker = [round(e.t - shown_at[e.request], 4) for e in timeline.retractions
+                      if e.reason == "continued" and e.request in shown_at]
     for event in timeline.retractions:
         resumed = [start + length for start, length in clip.pauses if start + length <= event.t]
         if resumed:
@@ -362,6 +373,8 @@ def _summarise(results: list[TurnResult]) -> dict[str, Any]:
         "withdrawn_answers": sum(r.withdrawn for r in results),
         "withdraw_delay_median_s": median(delays),
         "withdraw_delay_p95_s": p95(delays),
+        "flicker_rate": round(sum(bool(r.flicker) for r in results) / len(results), 3) if results else None,
+        "flicker_shown_median_s": median([f for r in results for f in r.flicker]),
         "split_turns": sum(len({t for t in r.turns}) > 1 for r in results),
         "partial_cadence_median_s": median([c for r in results for c in r.cadence]),
         "asr_pass_mean_s": sum(r.decode_seconds for r in results) / passes if passes else None,
@@ -376,14 +389,15 @@ def _print(results: dict[str, list[TurnResult]], summary: dict[str, Any]) -> Non
     w = max(14, *(len(mode) for mode in results))
     print(f"\n{'mode':<{w}} {'resp med':>9} {'resp p95':>9} {'fin→tok med':>11} {'fin→tok p95':>11} "
           f"{'hit':>6} {'req/turn':>8} {'wasted':>7} {'stale':>5} {'withdrawn':>9} "
-          f"{'wd med':>7} {'wd p95':>7}")
+          f"{'wd med':>7} {'wd p95':>7} {'flicker':>7} {'shown':>6}")
     for mode in results:
         s = summary[mode]
         print(f"{mode:<{w}} {ms(s['response_latency_median_s']):>9} {ms(s['response_latency_p95_s']):>9} "
               f"{ms(s['final_to_first_token_median_s']):>11} {ms(s['final_to_first_token_p95_s']):>11} "
               f"{s['speculation_hit_rate']!s:>6} {s['requests_per_turn']!s:>8} {s['wasted_tokens']!s:>7} "
               f"{s['stale_answers_left']!s:>5} {s['withdrawn_answers']!s:>9} "
-              f"{ms(s['withdraw_delay_median_s']):>7} {ms(s['withdraw_delay_p95_s']):>7}")
+              f"{ms(s['withdraw_delay_median_s']):>7} {ms(s['withdraw_delay_p95_s']):>7} "
+              f"{s['flicker_rate']!s:>7} {ms(s['flicker_shown_median_s']):>6}")
     print(f"\n{'mode':<{w}} {'cadence':>8} {'ASR pass':>8} {'you lines':>9} {'you lag':>8} "
           f"{'answered':>8} {'echo':>5}")
     for mode in results:
