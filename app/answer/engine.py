@@ -31,33 +31,38 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from app.answer.accounting import Ledger, RequestCost
+from app.answer.accounting import Ledger
+from app.answer.handle import (
+    AnswerHandle,
+    AnswerState,
+    Cancel,
+    Complete,
+    Continued,
+    Cut,
+    Fail,
+    Hit,
+    Miss,
+    Received,
+    Sent,
+    Trigger,
+    Withdraw,
+)
 from app.answer.similarity import ReuseRule, compare
 from app.clock import SessionClock
 from app.config import Settings
 from app.events import (
-    AnswerDoneEvent,
-    CutEvent,
-    ErrorEvent,
     Event,
     EventBus,
     FinalEvent,
-    FirstTokenEvent,
     LanguageEvent,
-    RequestEvent,
     RequestKind,
     RestoredEvent,
     ResumedEvent,
-    RetractedEvent,
-    RetractReason,
     SpeculateEvent,
-    SpeculationEvent,
-    SpeculationOutcome,
     StatusEvent,
     TokenEvent,
-    Usage,
 )
-from app.llm.client import Delta, Done, LlmClient, RequestTiming
+from app.llm.client import Delta, Done, LlmClient
 from app.llm.errors import LlmError
 from app.prompt.builder import PromptBuilder, cache_key, estimate_tokens
 from app.text import question_key, tags_of
@@ -76,37 +81,16 @@ class Strategy:
     """One pooled, pre-warmed client; False = a fresh client per request (a baseline)."""
 
 
-@dataclass(slots=True)
-class _Request:
-    id: int
-    turn: int
-    kind: RequestKind
-    text: str
-    confirmed: bool = False
-    held: list[str] = field(default_factory=list)
-    received: list[str] = field(default_factory=list)
-    usage: Usage | None = None
-    failed: LlmError | None = None
-    finished: bool = False
-    """The stream is over (complete, failed or cancelled)."""
-    settled: bool = False
-    """Accounted for, once: shown and done, or discarded as wasted."""
-    cancelled: bool = False
-    shown: bool = False
-    """At least one token reached the screen."""
-    retracted: bool = False
-    """Taken back from the screen; shown again only if the question turns out the same."""
-    sent_at: float = 0.0
-    task: asyncio.Task[None] | None = None
-    prompt_tokens: int = 0
+_ANSWERED = frozenset({AnswerState.DONE, AnswerState.CUT, AnswerState.FAILED})
+"""Ends of an answer the candidate saw: the prompt's history records it."""
 
 
 @dataclass(slots=True)
 class _Turn:
     number: int
     question: str | None = None
-    speculations: list[_Request] = field(default_factory=list)
-    answer: _Request | None = None
+    speculations: list[AnswerHandle] = field(default_factory=list)
+    answer: AnswerHandle | None = None
 
 
 class AnswerEngine:
@@ -140,7 +124,7 @@ class AnswerEngine:
         self._turns: dict[int, _Turn] = {}
         self._last_turn: _Turn | None = None
         """The newest turn with a question: what Regenerate asks again."""
-        self._front: _Request | None = None
+        self._front: AnswerHandle | None = None
         """The answer whose tokens are on screen now (one at a time)."""
         self._client: LlmClient | None = None
         self._client_error: LlmError | None = None
@@ -206,7 +190,7 @@ class AnswerEngine:
 
     def retract_answer(self) -> None:
         """Take the answer on screen back (the user says it is wrong)."""
-        self._call(self._retract_front, "user")
+        self._call(self._retract_front)
 
     @property
     def ledger(self) -> Ledger:
@@ -306,11 +290,11 @@ class AnswerEngine:
         turn = self._turn(event.turn)
         if turn.answer is not None or len(turn.speculations) >= self._settings.answer.max_speculations:
             return
-        pending = [r for r in turn.speculations if not r.cancelled and r.failed is None]
+        pending = [r for r in turn.speculations if r.awaits_verdict]
         if any(self._same(r.text, event.text) for r in pending):
             return  # the same question is already being answered (or was, in full)
         for old in pending:
-            self._cancel(old)
+            self._stop(old, Cancel())
         turn.speculations.append(self._send(turn, event.text, "speculative"))
 
     def _on_final(self, event: FinalEvent) -> None:
@@ -320,24 +304,21 @@ class AnswerEngine:
         turn.question = event.text
         self._last_turn = turn
         self._finish_previous_answers(turn.number)
-        usable = [r for r in turn.speculations if r.failed is None and not r.cancelled]
+        usable = [r for r in turn.speculations if r.awaits_verdict]
         candidate = usable[-1] if usable else None
         if candidate is not None:
             verdict = compare(candidate.text, event.text, self._strategy.reuse_rule,
                               threshold=self._settings.answer.fuzzy_threshold, fillers=self._fillers,
                               tags=self._tags)
-            outcome: SpeculationOutcome = "hit" if verdict.same else "miss"
-            self._emit(SpeculationEvent(t=self._clock.now(), turn=turn.number, request=candidate.id,
-                                        outcome=outcome, similarity=round(verdict.similarity, 4)))
             if verdict.same:
                 turn.answer = candidate
-                self._confirm(candidate)
+                self._apply(candidate, Hit(verdict.similarity))
                 return
-            self._cancel(candidate, report=False)  # reported as the miss
+            self._stop(candidate, Miss(verdict.similarity))
         for other in turn.speculations:
             if other is not candidate and not other.settled:
-                self._cancel(other)
-        turn.answer = self._send(turn, event.text, "final", confirmed=True)
+                self._stop(other, Cancel())
+        turn.answer = self._send(turn, event.text, "final")
 
     def _finish_previous_answers(self, current: int) -> None:
         """A new question supersedes older ones: their unconfirmed guesses stop."""
@@ -345,7 +326,7 @@ class AnswerEngine:
             if number < current and turn.answer is None:
                 for request in turn.speculations:
                     if not request.settled:
-                        self._cancel(request)
+                        self._stop(request, Cancel())
 
     def _on_candidate(self, said: str) -> None:
         """Only the interviewer asks: the candidate's words are context for what follows."""
@@ -371,36 +352,32 @@ class AnswerEngine:
         if turn is None or turn.answer is None:
             return
         answer, turn.answer = turn.answer, None
-        answer.confirmed = False
-        answer.retracted = answer.shown
         turn.speculations = [answer]  # a guess again: the whole question decides
         if self._front is answer:
             self._front = None
-        if answer.shown:
-            self._emit(RetractedEvent(t=self._clock.now(), turn=turn.number, request=answer.id,
-                                      reason="continued"))
+        self._apply(answer, Continued())
         self._prompt.forget_turn(turn.number)
 
-    def _retract_front(self, reason: RetractReason) -> None:
-        request, self._front = self._front, None
+    def _retract_front(self) -> None:
+        """The user withdrew the answer on screen: it stops, and leaves the prompt's history."""
+        request = self._front
         if request is None:
             return
-        self._emit(RetractedEvent(t=self._clock.now(), turn=request.turn, request=request.id, reason=reason))
+        self._stop(request, Withdraw())
         self._prompt.forget_turn(request.turn)
-        self._cancel(request)
 
     def _regenerate(self) -> None:
         """Ask the newest question again: a new request of the same turn."""
         turn = self._last_turn
         if turn is None or turn.question is None:
             return
-        turn.answer = self._send(turn, turn.question, "regenerate", confirmed=True)
+        turn.answer = self._send(turn, turn.question, "regenerate")
 
     def _cancel_all(self) -> None:
         for turn in self._turns.values():
             for request in [*turn.speculations, *([turn.answer] if turn.answer else [])]:
                 if not request.settled:
-                    self._cancel(request)
+                    self._stop(request, Cancel())
 
     async def _cancel_all_async(self) -> None:
         self._cancel_all()
@@ -409,8 +386,8 @@ class AnswerEngine:
 
     # --- requests ------------------------------------------------------------------------
 
-    def _send(self, turn: _Turn, text: str, kind: RequestKind, *, confirmed: bool = False) -> _Request:
-        request = _Request(id=next(self._ids), turn=turn.number, kind=kind, text=text, confirmed=confirmed)
+    def _send(self, turn: _Turn, text: str, kind: RequestKind) -> AnswerHandle:
+        request = AnswerHandle.new(next(self._ids), turn.number, kind, text, self._ledger)
         if self._one_at_a_time and self._front is not None and self._front.turn < turn.number:
             self._cut_front()
         task = asyncio.get_running_loop().create_task(self._stream(request))
@@ -419,39 +396,22 @@ class AnswerEngine:
         task.add_done_callback(self._tasks.discard)
         return request
 
-    def _confirm(self, request: _Request) -> None:
-        request.confirmed = True
-        if request.retracted:  # only a tag was added: the answer on screen was right
-            request.retracted = False
-            self._put_in_front(request)
-            self._emit(RestoredEvent(t=self._clock.now(), turn=request.turn, request=request.id))
-            if request.settled:
-                self._record(request)
-        if request.held:
-            self._show(request, "".join(request.held))
-            request.held.clear()
-        if request.finished and not request.settled:
-            self._done(request)
+    def _apply(self, request: AnswerHandle, trigger: Trigger) -> None:
+        """Move an answer and emit what the move says; the one way answers change.
 
-    def _show(self, request: _Request, text: str) -> None:
-        self._put_in_front(request)
-        request.shown = True
-        self._emit(TokenEvent(t=self._clock.now(), turn=request.turn, text=text, request=request.id))
+        One answer is on screen at a time: before an answer shows a fragment or is shown
+        again, the one in front (if still streaming) is cut short.
+        """
+        before = request.state
+        for event in request.transition(trigger, self._clock.now()):
+            if isinstance(event, TokenEvent | RestoredEvent) and self._front is not request:
+                self._cut_front()
+                self._front = request
+            self._emit(event)
+        if request.state is not before and request.state in _ANSWERED:
+            self._record(request)
 
-    def _put_in_front(self, request: _Request) -> None:
-        """One answer on screen at a time: an older one still streaming is cut short."""
-        if self._front is not request:
-            self._cut_front()
-        self._front = request
-
-    def _cut_front(self) -> None:
-        """The answer on screen stops where it is (its text stays), if still streaming."""
-        front = self._front
-        if front is not None and not front.settled:
-            self._emit(CutEvent(t=self._clock.now(), turn=front.turn, request=front.id))
-            self._cancel(front)
-
-    def _cancel(self, request: _Request, *, report: bool = True) -> None:
+    def _stop(self, request: AnswerHandle, trigger: Cancel | Miss | Cut | Withdraw) -> None:
         """Stop a request now (its HTTP stream closes, so the server stops generating).
 
         A guess that never showed is wasted spend; an answer the user stopped keeps what
@@ -459,32 +419,19 @@ class AnswerEngine:
         """
         if request.task and not request.task.done():
             request.task.cancel()
-        was_settled, request.cancelled = request.settled, True
         if self._front is request:
             self._front = None
-        if was_settled:
-            return
-        request.finished = True
-        if request.confirmed:
-            self._done(request, truncated=True)
-            return
-        if report:
-            self._emit(SpeculationEvent(t=self._clock.now(), turn=request.turn, request=request.id,
-                                        outcome="cancelled", similarity=0.0))
-        self._waste(request)
+        self._apply(request, trigger)
 
-    def _waste(self, request: _Request) -> None:
-        """A guess that will never be shown: what it cost is wasted spend."""
-        request.settled = True
-        self._ledger.add(RequestCost.of(request.turn, request.kind, request.prompt_tokens,
-                                        len(request.received), request.usage, wasted=True))
+    def _cut_front(self) -> None:
+        """The answer on screen stops where it is (its text stays), if still streaming."""
+        front = self._front
+        if front is not None and front.accepts(Cut):
+            self._stop(front, Cut())
 
-    async def _stream(self, request: _Request) -> None:
+    async def _stream(self, request: AnswerHandle) -> None:
         messages = self._prompt.messages(request.text)
-        request.prompt_tokens = estimate_tokens(messages)
-        request.sent_at = self._clock.now()
-        self._emit(RequestEvent(t=request.sent_at, turn=request.turn, request=request.id, kind=request.kind,
-                                text=request.text))
+        self._apply(request, Sent(estimate_tokens(messages)))
         owned = False
         try:
             client, owned = await self._client_for_request()
@@ -496,19 +443,18 @@ class AnswerEngine:
             async with contextlib.aclosing(stream):
                 async for item in stream:
                     if isinstance(item, Delta):
-                        self._on_delta(request, item)
+                        self._apply(request, Received(item.text, item.timing))
                     elif isinstance(item, Done):
                         request.usage = item.usage
         except LlmError as exc:
-            request.failed = exc
-            self._on_failure(request, exc)
+            # A guess fails silently: the question, once confirmed, is asked again and its
+            # failure is the one message, after the question it belongs to.
+            self._apply(request, Fail(str(exc)))
             return
         finally:
             if owned:
                 await client.aclose()
-        request.finished = True
-        if request.confirmed and not request.settled:
-            self._done(request)
+        self._apply(request, Complete())
 
     async def _client_for_request(self) -> tuple[LlmClient, bool]:
         if not self._strategy.warm_client:  # the baseline: a fresh client per request
@@ -519,45 +465,7 @@ class AnswerEngine:
             raise self._client_error or LlmError("server", "no LLM client", retryable=False)
         return self._client, False
 
-    def _on_delta(self, request: _Request, delta: Delta) -> None:
-        now = self._clock.now()
-        if not request.received:
-            timing = delta.timing or RequestTiming()
-            self._emit(FirstTokenEvent(t=now, turn=request.turn, request=request.id,
-                                       ttft=round(now - request.sent_at, 6), connect=timing.connect,
-                                       tls=timing.tls, headers=timing.headers, first_byte=timing.first_byte,
-                                       http_version=timing.http_version, attempts=timing.attempts))
-        request.received.append(delta.text)
-        if request.confirmed:
-            self._show(request, delta.text)
-        else:
-            request.held.append(delta.text)
-
-    def _on_failure(self, request: _Request, exc: LlmError) -> None:
-        """A guess fails silently: the question, once confirmed, is asked again and its
-        failure is the one message, after the question it belongs to."""
-        request.finished = True
-        if request.settled:
-            return
-        if not request.confirmed:
-            self._waste(request)
-            return
-        self._emit(ErrorEvent(t=self._clock.now(), stage="llm", message=str(exc)))
-        self._done(request, truncated=bool(request.received), error=str(exc))
-
-    def _done(self, request: _Request, *, truncated: bool = False, error: str | None = None) -> None:
-        request.settled = True
-        text = "".join(request.received)
-        cost = self._ledger.add(RequestCost.of(request.turn, request.kind, request.prompt_tokens,
-                                               len(request.received), request.usage, wasted=False))
-        usage = request.usage or Usage(prompt_tokens=request.prompt_tokens,
-                                       completion_tokens=len(request.received), estimated=True)
-        self._emit(AnswerDoneEvent(t=self._clock.now(), turn=request.turn, request=request.id, text=text,
-                                   usage=usage, cost=round(cost, 8), truncated=truncated, error=error))
-        self._emit(self._ledger.turn_stats(request.turn, self._clock.now()))
-        self._record(request)
-
-    def _record(self, request: _Request) -> None:
+    def _record(self, request: AnswerHandle) -> None:
         """The prompt's history holds what the candidate saw, once per turn."""
         text = "".join(request.received)
         if text:
