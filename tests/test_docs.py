@@ -7,7 +7,8 @@ command line, so nothing runs, no model loads and the test takes about a second.
 that no longer exists, a wrong subcommand, a bad value, a ``bench turns --modes`` variant
 naming a setting that is gone (checked with the benchmark's own ``mode_settings``) and a
 ``[section] key`` in a TOML example that the settings model refuses all fail, with the
-file, the line and the command.
+file, the line and the command.  So does a file, folder, module or relative link the docs
+name that is no longer there (``app/vad/noise_floor.py``, ``devtools.bench.heldout``).
 
 Parsing is stricter than the app in one place: arguments a parser leaves unrecognised
 (``parse_known_args``, as the self-test's does) fail here, since a documented flag that is
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import importlib
 import importlib.util
 import io
 import re
@@ -147,6 +149,47 @@ def mode_variants(path: Path) -> list[tuple[str, str]]:
     code += [(m.start(1), m.group(1)) for m in INLINE.finditer(text)]
     return [(f"{name}:{_line_of(text, start + found.start())}", found.group(1))
             for start, snippet in code for found in MODE_VARIANT.finditer(snippet)]
+
+
+REPO_PATH = re.compile(r"^(?:app|devtools|tests|packaging|assets|docs)/[\w./-]*$")
+DOTTED = re.compile(r"^(?:app|devtools)(?:\.\w+)+$")
+LINK = re.compile(r"\]\(([^)#\s]+)(?:#[^)]*)?\)")
+
+
+def named_places(path: Path) -> list[tuple[str, str]]:
+    """Files, folders and modules of this repository the doc names: inline code that is a
+    path (``app/vad/noise_floor.py``) or a dotted name (``devtools.bench.heldout``), and
+    relative links.  (``file:line``, what is named.)"""
+    text = path.read_text(encoding="utf-8")
+    name = path.relative_to(ROOT).as_posix()
+    places = [(f"{name}:{_line_of(text, m.start())}", m.group(1).strip()) for m in INLINE.finditer(text)
+              if REPO_PATH.match(m.group(1).strip()) or DOTTED.match(m.group(1).strip())]
+    for link in LINK.finditer(text):
+        target = link.group(1)
+        if "://" not in target and not target.startswith("mailto:"):
+            where = (path.parent / target).resolve().relative_to(ROOT).as_posix()
+            places.append((f"{name}:{_line_of(text, link.start())}", where))
+    return places
+
+
+def _exists(place: str) -> bool:
+    if not DOTTED.match(place):
+        return (ROOT / place).exists()
+    parts = place.split(".")
+    for cut in range(len(parts), 0, -1):  # the longest importable module, then attributes
+        module = ".".join(parts[:cut])
+        try:
+            if importlib.util.find_spec(module) is None:
+                continue
+        except ModuleNotFoundError:
+            continue
+        obj: object = importlib.import_module(module)
+        for attribute in parts[cut:]:
+            if not hasattr(obj, attribute):
+                return False
+            obj = getattr(obj, attribute)
+        return True
+    return False
 
 
 def settings_examples(path: Path) -> list[tuple[str, str]]:
@@ -279,6 +322,13 @@ def test_every_benchmark_mode_the_docs_name_exists(where: str, mode: str) -> Non
         pytest.fail(f"{where}: `{mode}` — {exc}")
 
 
+@pytest.mark.parametrize("where,place", [p for path in DOCS for p in named_places(path)])
+def test_every_file_module_and_link_the_docs_name_exists(where: str, place: str) -> None:
+    """Files move (a module split, a package regrouped): the page that names the old place
+    must move with them."""
+    assert _exists(place), f"{where}: `{place}` does not exist"
+
+
 @pytest.mark.parametrize("where,example", [e for path in DOCS for e in settings_examples(path)])
 def test_every_settings_example_is_valid(where: str, example: str) -> None:
     from pydantic import ValidationError
@@ -348,3 +398,16 @@ def test_the_extraction_reads_blocks_lines_and_inline_code(tmp_path: Path,
         ("doc.md:1", ("interview-copilot", "--mic")),
     ]
     assert settings_examples(doc) == [("doc.md:11", "[asr]\nlanguage = \"zh\"\n")]
+
+
+@pytest.mark.parametrize("place,exists", [
+    ("app/vad/noise_floor.py", True),
+    ("app/vad/no_such_file.py", False),
+    ("devtools.bench.heldout", True),
+    ("app.text.question_key", True),
+    ("app.text.no_such_function", False),
+    ("devtools.bench.no_such_module", False),
+    ("docs/decisions", True),
+])
+def test_a_moved_file_or_module_is_caught(place: str, exists: bool) -> None:
+    assert _exists(place) is exists
