@@ -25,12 +25,14 @@ from app.events import (
     Event,
     FinalEvent,
     PartialEvent,
+    RecallEvent,
     RestoredEvent,
     ResumedEvent,
     RetractedEvent,
     TokenEvent,
 )
 from app.ui.answer_view import AnswerView
+from app.ui.recall_view import RecallView
 from app.ui.theme import Theme, pane_font
 from app.ui.transcript import TranscriptView
 
@@ -80,7 +82,14 @@ class Panes(QSplitter):
         self.copy_button.setToolTip("Copy the current answer")
         self.copy_button.clicked.connect(self.copy_answer)
         self.addWidget(_pane("QUESTION", self.transcript))
-        self.addWidget(_pane("SUGGESTED ANSWER", self.answer, self.copy_button))
+        self.recall = RecallView()
+        answer_body = QWidget()
+        column = QVBoxLayout(answer_body)
+        column.setContentsMargins(0, 0, 0, 0)
+        column.setSpacing(0)
+        column.addWidget(self.recall)  # the résumé lines the question touches, above the answer
+        column.addWidget(self.answer, 1)
+        self.addWidget(_pane("SUGGESTED ANSWER", answer_body, self.copy_button))
         self.setStretchFactor(0, 2)
         self.setStretchFactor(1, 3)
         self.setSizes([180, 360])
@@ -104,6 +113,8 @@ class Panes(QSplitter):
             self.answer.retract(event.request, event.reason)
         elif isinstance(event, RestoredEvent):
             self.answer.restore(event.request)
+        elif isinstance(event, RecallEvent):
+            self.recall.show_recall(event)
 
     def copy_answer(self) -> None:
         text = self.answer.current_answer()
@@ -120,3 +131,5 @@ class Panes(QSplitter):
             view.setFont(pane_font(app_font, large_font))
         self.transcript.set_colors(theme.faint)
         self.answer.set_colors(theme.muted, theme.code_bg)
+        self.recall.set_colors(theme.muted)
+        self.recall.setFont(pane_font(app_font, large_font))

@@ -419,6 +419,7 @@ class MainWindow(QMainWindow):
     def _clear_panes(self) -> None:
         self.panes.transcript.clear()
         self.panes.answer.clear_answers()
+        self.panes.recall.clear_recall()
 
     # --- sessions ---------------------------------------------------------------------
 
