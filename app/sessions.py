@@ -129,6 +129,9 @@ def event_from_dict(data: dict[str, Any]) -> Event | None:
         value = data[f.name]
         if f.name == "usage" and isinstance(value, dict):
             value = ev.Usage(**{k: v for k, v in value.items() if k in _USAGE_FIELDS})
+        elif cls is ev.RecallEvent and f.name == "lines" and isinstance(value, list):
+            value = tuple(ev.RecallLine(**{k: v for k, v in line.items() if k in _RECALL_FIELDS})
+                          for line in value if isinstance(line, dict))
         kwargs[f.name] = value
     try:
         return cls(**kwargs)
@@ -137,6 +140,7 @@ def event_from_dict(data: dict[str, Any]) -> Event | None:
 
 
 _USAGE_FIELDS = {f.name for f in dataclasses.fields(ev.Usage)}
+_RECALL_FIELDS = {f.name for f in dataclasses.fields(ev.RecallLine)}
 
 
 def parse_lines(lines: Iterable[str]) -> tuple[list[Event], int]:
@@ -223,6 +227,7 @@ def export_markdown(path: Path) -> str:
     """The session as a Markdown transcript: each question, its answer(s) and timings."""
     session = load_session(path)
     timeline = Timeline.of(session.events)
+    recalled = {e.turn: e.lines for e in session.events if isinstance(e, ev.RecallEvent)}  # the last
     title = _started(path, path.stat().st_mtime).strftime("%Y-%m-%d %H:%M")
     lines = [f"# Interview Copilot session — {title}", ""]
     if session.skipped:
@@ -238,6 +243,11 @@ def export_markdown(path: Path) -> str:
         lines.append("")
         lines.append(f"> {ex.question}" if ex.question else "> _(question not captured)_")
         lines.append("")
+        touched = recalled.get(ex.turn, ()) if ex.turn is not None else ()
+        if touched:
+            lines += ["_From your documents:_", ""]
+            lines += [f"- {line.text} _({_SOURCE.get(line.source, line.source)})_" for line in touched]
+            lines.append("")
         if not ex.answers:
             lines += ["_No answer was shown._", ""]
         for answer in ex.answers:
@@ -265,6 +275,9 @@ def export_markdown(path: Path) -> str:
         lines.append(f"Session usage: {t.describe()}")
         lines.append("")
     return "\n".join(lines).rstrip() + "\n"
+
+
+_SOURCE = {"resume": "résumé", "job": "job description"}
 
 
 def _clock(t: float) -> str:
