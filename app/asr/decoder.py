@@ -153,9 +153,13 @@ class WhisperDecoder:
             language, probability = self._detect(encoded)
         tokenizer = self._tokenizer(language)
         terms = self._terms_for(language)
-        max_length = min(MAX_TOKENS, TOKENS_SLACK + math.ceil(len(samples) / SAMPLE_RATE * TOKENS_PER_SECOND))
+        prompt, glossary_tokens = self._prompt(tokenizer, language, previous_text, terms)
+        # CTranslate2 counts the prompt in max_length: the glossary's tokens are added to
+        # the cap, or a long glossary would leave a short question no room to be written
+        max_length = glossary_tokens + min(
+            MAX_TOKENS, TOKENS_SLACK + math.ceil(len(samples) / SAMPLE_RATE * TOKENS_PER_SECOND))
         result = self._model.model.generate(
-            encoded, [self._prompt(tokenizer, language, previous_text, terms)], beam_size=1,
+            encoded, [prompt], beam_size=1,
             max_length=max_length, return_scores=True, return_no_speech_prob=True,
             suppress_blank=True, suppress_tokens=self._suppress,
         )[0]
@@ -198,21 +202,20 @@ class WhisperDecoder:
         return terms if language == "zh" else tuple(t for t in terms if not has_cjk(t))
 
     def _prompt(self, tokenizer: Tokenizer, language: str, previous_text: str | None,
-                terms: tuple[str, ...] = ()) -> list[int]:
+                terms: tuple[str, ...] = ()) -> tuple[list[int], int]:
         """Whisper's "previous text": the glossary first, then the text to continue (for
         Chinese, the prompt that steers the script: nearest the transcript, it keeps its
-        hold on the script whatever terms come before it)."""
+        hold on the script whatever terms come before it); and the glossary's length."""
         if not previous_text and language == "zh" and self._script is not None:
             previous_text = self._script.initial_prompt  # steers the script (Simplified by default)
         glossary = prompt_text(list(terms), chinese=language == "zh")
-        prompt: list[int] = []
-        if glossary:
-            prompt = tokenizer.encode(" " + glossary)[:MAX_GLOSSARY_TOKENS]
+        steering = tokenizer.encode(" " + glossary)[:MAX_GLOSSARY_TOKENS] if glossary else []
+        prompt = [*steering]
         if previous_text:
             prompt = [*prompt, *tokenizer.encode(" " + previous_text.strip())[-100:]]
         if prompt:
             prompt = [tokenizer.sot_prev, *prompt]
-        return [*prompt, *tokenizer.sot_sequence, tokenizer.no_timestamps]
+        return [*prompt, *tokenizer.sot_sequence, tokenizer.no_timestamps], len(steering)
 
 
 def compression_ratio(text: str) -> float:

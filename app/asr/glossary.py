@@ -48,8 +48,12 @@ _MIN_RARITY = 1.0
 """A term is kept when it needs more pieces than it has words (rarity above 1)."""
 
 _LATIN = re.compile(r"[A-Za-z][A-Za-z0-9]*(?:[.+#'\-][A-Za-z0-9]+)*[+#]*")
-_CJK_ITEM = re.compile(r"(?:^|(?<=[、，,；;：:|/\s（(《「“]))([\u3400-\u9fff]{2,8})"
-                       r"(?=$|[、，,；;：:|/\s）)》」”。])")
+_CJK_RUN = re.compile(r"[\u3400-\u9fff]{2,8}")
+_OPENERS = frozenset("、；;：:|/（(《「『“")
+_CLOSERS = frozenset("、；;|/）)》」』”。")
+_BULLETS = re.compile(r"^[\s#>*\-•·–—]*")
+_SPACED_CHARS = 4
+"""A name set apart by spaces is short (鲸跃科技, 天枢); a longer spaced run is a phrase."""
 _LINE_START = re.compile(r"^[\s#>*\-•·–—\d.)(\[\]]*")
 _ADDRESSES = re.compile(r"\S+@\S+|(?:https?://|www\.)\S+")
 """E-mail and web addresses: nobody says them in a question."""
@@ -123,8 +127,9 @@ def _candidates(documents: list[str]) -> dict[str, _Candidate]:
             initial = m.start() <= opening or bool(_SENTENCE_END.search(line[: m.start()]))
             if _name_shaped(word, initial, lower):
                 _count(found, word, position + m.start())
-        for m in _CJK_ITEM.finditer(line):
-            _count(found, m.group(1), position + m.start(1))
+        for m in _CJK_RUN.finditer(line):
+            if _set_apart(line, m.start(), m.end()):
+                _count(found, m.group(), position + m.start())
         position += len(line) + 1
     return found
 
@@ -140,6 +145,30 @@ def _name_shaped(word: str, initial: bool, lower: set[str]) -> bool:
     if word.isupper():
         return True  # an acronym
     return word[0].isupper() and not initial and word.lower() not in lower
+
+
+def _set_apart(line: str, start: int, end: int) -> bool:
+    """Is the Chinese run ``line[start:end]`` a whole item, set apart as a name is?
+
+    A list item ("技能：分布式事务、灰度发布"), a quoted or bracketed one ("“天枢”"), or a
+    short run (2-4 characters) between spaces in Chinese ("2019-2024 鲸跃科技 后端工程师",
+    "负责 天枢 的…").  Not a clause between commas, not a heading or a bullet's first words
+    ("技能：", "- 负责…"), not a run beside a Latin word ("MySQL 迁移到": that space is the
+    Latin word's).
+    """
+    bullets = _BULLETS.match(line)
+    opening = bullets.end() if bullets else 0
+    before = line[start - 1] if start > opening else ""
+    after = line[end] if end < len(line) else ""
+    if before in _OPENERS and (not after or after in _CLOSERS):
+        return True
+    if start == opening:
+        return after == "、"  # a list that opens its line
+    if end - start > _SPACED_CHARS or before != " " or (after and after != " "):
+        return False
+    left = line[:start].rstrip(" ")[-1:]
+    right = line[end:].lstrip(" ")[:1]
+    return not (left.isascii() and left.isalpha()) and not (right.isascii() and right.isalpha())
 
 
 def _count(found: dict[str, _Candidate], term: str, at: int) -> None:

@@ -7,6 +7,7 @@ keychain through :mod:`app.secrets` (and is shown only as a password field).
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -58,6 +59,8 @@ CHINESE_SCRIPTS = {
     "hongkong": "Traditional, Hong Kong (香港)",
 }
 CUSTOM_PROVIDER = "custom"
+_GLOSSARY_SEPARATORS = re.compile(r"[,;\n，、；]")
+"""Between glossary terms: commas and semicolons in either script (a term may hold spaces)."""
 ASR_MODELS = ["bundled", "tiny.en", "base.en", "small.en", "tiny", "base", "small", "medium"]
 _LABELS: dict[str, str] = {
     **{f"turns.{k}": v for k, v in TURN_FIELDS.items()},
@@ -66,6 +69,7 @@ _LABELS: dict[str, str] = {
     "asr.language": "Language",
     "asr.chinese_script": "Chinese captions",
     "asr.model": "ASR model",
+    "asr.glossary": "Glossary",
     "audio.source": "Audio source",
     "answer.max_speculations": "Max speculations",
 }
@@ -231,6 +235,12 @@ class SettingsDialog(QDialog):
         self.asr_model.setEditable(True)
         self.asr_model.addItems(ASR_MODELS)
         self.asr_model.setCurrentText(s.asr.model)
+        self.glossary = QLineEdit(", ".join(s.asr.glossary))
+        self.glossary.setPlaceholderText("CockroachDB, ArgoCD, 星澜支付")
+        self.glossary.setToolTip(
+            "Names your interviews will use (products, companies, tools), separated by commas: "
+            "captions spell them right more often. The rarest names of your résumé and the job "
+            "description are added on their own.")
         form.addRow(_section("The interviewer"))
         form.addRow("Audio source", self.source)
         form.addRow("Device", device_row)
@@ -241,6 +251,7 @@ class SettingsDialog(QDialog):
         form.addRow("Language", self.language)
         form.addRow("Chinese captions", self.chinese_script)
         form.addRow("ASR model", self.asr_model)
+        form.addRow("Glossary", self.glossary)
         return page
 
     def language_code(self) -> str:
@@ -418,6 +429,8 @@ class SettingsDialog(QDialog):
         data["asr"]["language"] = self.language_code()
         data["asr"]["chinese_script"] = self.chinese_script.currentData()
         data["asr"]["model"] = self.asr_model.currentText().strip()
+        terms = _GLOSSARY_SEPARATORS.split(self.glossary.text())
+        data["asr"]["glossary"] = [t.strip() for t in terms if t.strip()]
         for key, edit in (("resume_file", self.resume), ("job_description_file", self.job)):
             value = edit.text().strip()
             if value and not Path(value).expanduser().is_file():

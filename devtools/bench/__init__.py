@@ -13,6 +13,11 @@ def run_bench(settings: Settings, args: argparse.Namespace) -> int:
 
         asr.run(settings, args.corpus, args.out, args.limit)
         return 0
+    if args.bench == "glossary":
+        from devtools.bench import glossary
+
+        glossary.run(settings, args)
+        return 0
     if args.bench == "signals":
         from devtools.bench import signals
 
