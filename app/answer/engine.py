@@ -65,6 +65,7 @@ from app.events import (
 from app.llm.client import Delta, Done, LlmClient
 from app.llm.errors import LlmError
 from app.prompt.builder import PromptBuilder, cache_key, estimate_tokens
+from app.prompt.recall import RecallAnnouncer
 from app.text import question_key, tags_of
 
 ClientFactory = Callable[[], LlmClient]
@@ -103,6 +104,8 @@ class AnswerEngine:
         self._bus = bus
         self._clock = clock
         self._prompt = prompt
+        self._recall = RecallAnnouncer(self._emit, clock.now)
+        """The résumé lines each question touches, shown before its answer."""
         self._client_factory = client_factory
         self._model = model
         self._base_url = base_url
@@ -285,6 +288,7 @@ class AnswerEngine:
         return self._turns[number]
 
     def _on_speculate(self, event: SpeculateEvent) -> None:
+        self._recall.question(self._prompt.recall, event.turn, event.text, guessed=True)
         if not self._low_latency:
             return
         turn = self._turn(event.turn)
@@ -301,6 +305,7 @@ class AnswerEngine:
         turn = self._turn(event.turn)
         if turn.answer is not None and turn.question is not None and self._same(turn.question, event.text):
             return  # the same final again (a continuation that came to nothing)
+        self._recall.question(self._prompt.recall, turn.number, event.text, guessed=False)
         turn.question = event.text
         self._last_turn = turn
         self._finish_previous_answers(turn.number)
@@ -436,10 +441,11 @@ class AnswerEngine:
         try:
             client, owned = await self._client_for_request()
             # A guess gets no re-send or hedge: the confirmed question has its own budget.
-            stream = client.stream_chat(messages, max_tokens=self._settings.llm.max_tokens,
-                                        temperature=self._settings.llm.temperature,
-                                        prompt_cache_key=self._cache_key,
-                                        extra_requests=0 if request.kind == "speculative" else 1)
+            shape = self._prompt.reply_shape  # the bundled model's: three bullets, no loops
+            stream = shape.wrap(client.stream_chat(
+                messages, max_tokens=shape.tokens(self._settings.llm.max_tokens),
+                temperature=self._settings.llm.temperature, prompt_cache_key=self._cache_key,
+                extra=shape.extra(), extra_requests=0 if request.kind == "speculative" else 1))
             async with contextlib.aclosing(stream):
                 async for item in stream:
                     if isinstance(item, Delta):
