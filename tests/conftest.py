@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+import threading
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TypeVar
 
 import pytest
 
@@ -12,7 +15,10 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
 from app.asr.decoder import WhisperDecoder
 from app.asr.model import load_model
+from app.events import Event, TokenEvent
 from tests.speech import have_espeak
+
+E = TypeVar("E", bound=Event)
 
 
 @pytest.fixture(scope="session")
@@ -38,3 +44,41 @@ def isolated_dirs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[P
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
     monkeypatch.setenv("INTERVIEW_COPILOT_CONFIG_DIR", str(tmp_path / "config" / "interview-copilot"))
     yield tmp_path
+
+
+class EventRecorder:
+    """A bus listener that keeps every event, for tests to wait on and read back.
+
+    Waiting is on a condition notified by each event, never a sleep: a busy machine only
+    makes the wait longer, and ``timeout`` bounds a test that would otherwise hang.
+    """
+
+    def __init__(self) -> None:
+        self.events: list[Event] = []
+        self._cond = threading.Condition()
+
+    def __call__(self, event: Event) -> None:
+        with self._cond:
+            self.events.append(event)
+            self._cond.notify_all()
+
+    def of(self, kind: type[E]) -> list[E]:
+        with self._cond:
+            return [e for e in self.events if isinstance(e, kind)]
+
+    def wait(self, until: Callable[[EventRecorder], bool] | type[Event], count: int = 1,
+             timeout: float = 30.0) -> None:
+        """Until ``until(self)`` holds, or (given an event type) ``count`` of them arrived."""
+        if isinstance(until, type):
+            kind = until
+            until = lambda rec: len(rec.of(kind)) >= count  # noqa: E731
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            while not until(self):
+                left = deadline - time.monotonic()
+                assert left > 0, f"timed out; events: {[e.name for e in self.events]}"
+                self._cond.wait(left)
+
+    def shown(self, turn: int) -> str:
+        """What the screen got for ``turn``: its token events, joined."""
+        return "".join(e.text for e in self.of(TokenEvent) if e.turn == turn)

@@ -6,9 +6,7 @@ and the failure rules, driven by the same events the pipeline emits.
 
 from __future__ import annotations
 
-import threading
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 
 import pytest
 
@@ -19,7 +17,6 @@ from app.events import (
     AnswerDoneEvent,
     CutEvent,
     ErrorEvent,
-    Event,
     EventBus,
     FinalEvent,
     FirstTokenEvent,
@@ -35,34 +32,9 @@ from app.events import (
 from app.llm.client import LlmClient
 from app.prompt.builder import PromptBuilder
 from devtools.fake_server import FakeServer, Fault, Profile
+from tests.conftest import EventRecorder as Recorder
 
 KEY = "sk-test-secret-123456"
-
-
-class Recorder:
-    def __init__(self) -> None:
-        self.events: list[Event] = []
-        self._cond = threading.Condition()
-
-    def __call__(self, event: Event) -> None:
-        with self._cond:
-            self.events.append(event)
-            self._cond.notify_all()
-
-    def of(self, kind: type) -> list:  # type: ignore[type-arg]
-        with self._cond:
-            return [e for e in self.events if isinstance(e, kind)]
-
-    def wait(self, predicate: Callable[[Recorder], bool], timeout: float = 5.0) -> None:
-        deadline = time.monotonic() + timeout
-        with self._cond:
-            while not predicate(self):
-                left = deadline - time.monotonic()
-                assert left > 0, f"timed out; events: {[e.name for e in self.events]}"
-                self._cond.wait(left)
-
-    def shown(self, turn: int) -> str:
-        return "".join(e.text for e in self.of(TokenEvent) if e.turn == turn)
 
 
 @pytest.fixture
@@ -189,7 +161,7 @@ def test_at_most_three_guesses_per_turn(server: FakeServer) -> None:
     try:
         for text in ("one?", "one two?", "one two three?", "one two three four?", "five?"):
             speculate(bus, text)
-        time.sleep(0.3)
+        assert engine.wait_idle(30)  # every guess handled, every request it sent ended
         asked = [e.text for e in rec.of(RequestEvent)]
         assert asked and set(asked) <= {"one?", "one two?", "one two three?"}
         assert asked[-1] == "one two three?"  # the newest allowed guess is the one kept
@@ -201,9 +173,8 @@ def test_low_latency_off_asks_only_at_the_final(server: FakeServer) -> None:
     engine, rec, bus = make_engine(server)
     try:
         engine.set_low_latency(False)
-        time.sleep(0.05)
         speculate(bus, "Why are you interested in this role?")
-        time.sleep(0.2)
+        assert engine.wait_idle(30)  # the guess was handled: a request it sent would have ended
         assert rec.of(RequestEvent) == []
         final(bus, "Why are you interested in this role?")
         rec.wait(lambda r: bool(r.of(AnswerDoneEvent)))
@@ -218,7 +189,7 @@ def test_one_warm_connection_serves_the_whole_session(server: FakeServer) -> Non
         for turn in range(1, 6):
             speculate(bus, f"Question number {turn} about your work?", turn=turn)
             final(bus, f"Question number {turn} about your work?", turn=turn)
-            rec.wait(lambda r, n=turn: len(r.of(AnswerDoneEvent)) == n)
+            rec.wait(AnswerDoneEvent, count=turn)
         assert all(e.connect is None for e in rec.of(FirstTokenEvent))  # pre-warmed, then reused
         chat_connections = {r.connection_id for r in server.chat_requests()}
         assert len(chat_connections) == 1
