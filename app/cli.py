@@ -422,8 +422,8 @@ def _add_llm_flags(p: argparse.ArgumentParser) -> None:
                    help="speculative requests on (default from settings)")
     p.add_argument("--no-low-latency", dest="low_latency", action="store_false")
     p.add_argument("--http2", action="store_true", help="use HTTP/2 to the endpoint")
-    p.add_argument("--resume", metavar="FILE", help="your résumé (.txt, .md or .pdf) for the answers")
-    p.add_argument("--job", metavar="FILE", help="the job description (.txt, .md or .pdf)")
+    p.add_argument("--resume", metavar="FILE", help="your résumé (.docx, .pdf, .txt or .md) for the answers")
+    p.add_argument("--job", metavar="FILE", help="the job description (.docx, .pdf, .txt or .md)")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -469,6 +469,11 @@ def _parser() -> argparse.ArgumentParser:
             b.add_argument("--repeats", type=int, default=3, help="passes per clip, with and without")
             b.add_argument("--glossary", help="comma-separated terms ahead of the documents' "
                                               "(default: [asr] glossary)")
+    for name, helptext in (("recall", "résumé recall: is the right line first (devtools/bench/know)"),
+                           ("answers", "the bundled model's answers: invented specifics, words, first token")):
+        b = bench_sub.add_parser(name, help=helptext)
+        b.add_argument("--out", default="bench-out", help="folder for the JSON summary")
+        b.add_argument("--limit", type=int, help="only the first N questions (of each set)")
     sub.add_parser("self-test", help="check the installed app works (--json, --only NAME[,NAME])")
     sub.add_parser("doctor", help="check audio, ASR and the LLM endpoint, and say what to fix (--help)",
                    add_help=False)

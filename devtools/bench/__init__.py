@@ -18,6 +18,16 @@ def run_bench(settings: Settings, args: argparse.Namespace) -> int:
 
         glossary.run(settings, args)
         return 0
+    if args.bench == "recall":
+        from devtools.bench import recall
+
+        recall.run(settings, args)
+        return 0
+    if args.bench == "answers":
+        from devtools.bench import answers
+
+        answers.run(settings, args)
+        return 0
     if args.bench == "signals":
         from devtools.bench import signals
 

@@ -1,0 +1,202 @@
+"""``bench answers``: what the bundled model says, and how much of it is made up.
+
+Every question of the corpus (``devtools/bench/know``: a résumé, a job description and
+the questions an interviewer might ask about them; plus the demo's case, no documents at
+all) is asked of the real embedded server (llama.cpp, SmolLM2-135M) with two prompts in
+the same run, alternating which goes first so a machine that slows down slows both:
+
+- ``today``: the full prompt as every provider gets it (the whole résumé in the prefix,
+  the long system prompt, the settings' ``max_tokens``, no shape);
+- ``compact``: what the bundled model gets now (:class:`app.prompt.builder.PromptBuilder`
+  with ``compact=True``: the recalled lines as facts, the reply shape and its penalties).
+
+Both prefixes are read once before the first question, as the app does
+(``prime_cache``), so the first-token time is what a question pays.
+
+Per answer: words, bullets, whether a line repeats, and the *invented specifics*: numbers
+(digits or number words) and names (a capitalised word inside a sentence, or one with a
+capital or digit inside it) found in neither the résumé, the job description nor the
+question.  The goal of issue 30: at most one answer in four with any, under 60 words, and
+a first token no later than ``today``'s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import re
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from app.config import Settings
+from app.llm.client import Delta, LlmClient
+from app.llm.local_server import LocalServer
+from app.percentile import percentile
+from app.prompt.builder import PromptBuilder
+from app.prompt.documents import load_job_description, load_resume
+from app.prompt.shape import ReplyShape
+
+KNOW = Path(__file__).resolve().parent / "know"
+DEMO_QUESTIONS = (
+    "tell me about yourself",
+    "what is your biggest strength",
+    "tell me about a project you are proud of",
+    "how many years of experience do you have",
+)
+"""The demo clip's kind of question, asked with no résumé: every name or number is made up."""
+
+_NUMBER_WORDS = frozenset(
+    "two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen "
+    "twenty thirty forty fifty sixty seventy eighty ninety hundred thousand million billion "
+    "dozen dozens percent".split())
+""""one" is left out: "one-on-one", "one thing" are not figures."""
+_ALWAYS = frozenset({"i", "i'm", "i've", "i'd", "i'll", "ok", "okay"})
+_TOKEN = re.compile(r"[A-Za-z][A-Za-z0-9+#.'/-]*[A-Za-z0-9+#]|[A-Za-z]|\d[\d.,:%]*")
+_SENTENCE_START = re.compile(r"(?:^|[.!?:;]\s+|\n\s*(?:[-*+•]|\d{1,2}[.)])?\s*)$")
+
+
+def invented(answer: str, *known_texts: str) -> list[str]:
+    """The numbers and names in ``answer`` that none of ``known_texts`` contains."""
+    known = {t.lower().strip(".,") for text in known_texts for t in _TOKEN.findall(text)}
+    known |= {t.lower().rstrip("s") for t in list(known)}
+    out: list[str] = []
+    for match in _TOKEN.finditer(answer):
+        word = match.group(0).strip(".,:")
+        low = word.lower()
+        if not word or low in _ALWAYS:
+            continue
+        number = word[0].isdigit() or low in _NUMBER_WORDS
+        inner_capital = any(c.isupper() or c.isdigit() for c in word[1:])
+        capitalised = word[0].isupper() and not _SENTENCE_START.search(answer[:match.start()])
+        if not (number or inner_capital or capitalised):
+            continue
+        if low in known or low.rstrip("s") in known or low.strip("%") in known:
+            continue
+        out.append(word)
+    return out
+
+
+@dataclass
+class Answer:
+    variant: str
+    case: str
+    question: str
+    text: str
+    ttft: float | None
+    total: float
+    words: int
+    bullets: int
+    repeated_line: bool
+    invented: list[str] = field(default_factory=list)
+
+
+def _builders(resume: str | None, job: str | None) -> dict[str, PromptBuilder]:
+    return {"today": PromptBuilder(None, resume, job),
+            "compact": PromptBuilder(None, resume, job, compact=True)}
+
+
+async def _ask(client: LlmClient, messages: list[dict[str, str]], shape: ReplyShape,
+               settings: Settings) -> tuple[str, float | None, float]:
+    sent = time.perf_counter()
+    first: float | None = None
+    parts: list[str] = []
+    stream = shape.wrap(client.stream_chat(
+        messages, max_tokens=shape.tokens(settings.llm.max_tokens),
+        temperature=settings.llm.temperature, extra=shape.extra(), extra_requests=0))
+    async with contextlib.aclosing(stream):
+        async for item in stream:
+            if isinstance(item, Delta) and item.text:
+                if first is None and item.text.strip():
+                    first = time.perf_counter() - sent
+                parts.append(item.text)
+    return "".join(parts), first, time.perf_counter() - sent
+
+
+def _measure(variant: str, case: str, question: str, text: str, ttft: float | None, total: float,
+             known: tuple[str, ...]) -> Answer:
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    keys = [re.sub(r"\W+", "", re.sub(r"^\s*(?:[-*+•]|\d{1,2}[.)])\s+", "", ln)).lower() for ln in lines]
+    return Answer(variant, case, question, text.strip(), ttft, total, len(text.split()),
+                  sum(bool(re.match(r"^(?:[-*+•]|\d{1,2}[.)])\s", ln)) for ln in lines),
+                  len(set(keys)) < len(keys), invented(text, *known, question))
+
+
+async def _run(settings: Settings, limit: int | None) -> list[Answer]:
+    spec = json.loads((KNOW / "questions.json").read_text(encoding="utf-8"))
+    resume = load_resume(KNOW / spec["resume"])
+    job = load_job_description(KNOW / spec["job"])
+    questions = [q["q"] for q in spec["questions"]][:limit]
+    cases = [("resume", resume, job, questions), ("demo", None, None, list(DEMO_QUESTIONS[:limit]))]
+    server = LocalServer()
+    url = await asyncio.get_running_loop().run_in_executor(None, server.start)
+    answers: list[Answer] = []
+    try:
+        client = LlmClient(url, None, server.model, spare_connections=0, timeout=120, first_token_timeout=120,
+                           rewarm=False)
+        await client.start()
+        try:
+            for case, res, jd, asked in cases:
+                builders = _builders(res, jd)
+                known = tuple(t for t in (res, jd) if t)
+                for i, question in enumerate(asked):
+                    order = list(builders.items()) if i % 2 == 0 else list(reversed(builders.items()))
+                    for variant, builder in order:
+                        # read the prefix first, as the app does once (prime_cache)
+                        ping = [*builder.prefix_messages(), {"role": "user", "content": "ping"}]
+                        await _ask(client, ping, ReplyShape(max_tokens=1), settings)
+                        text, ttft, total = await _ask(client, builder.messages(question),
+                                                       builder.reply_shape, settings)
+                        answers.append(_measure(variant, case, question, text, ttft, total, known))
+                        print(f"[{variant:7}] {question[:50]!r}: {' / '.join(text.split(chr(10)))[:150]}",
+                              flush=True)
+        finally:
+            await client.aclose()
+    finally:
+        server.stop()
+    return answers
+
+
+def summarise(answers: list[Answer]) -> dict[str, dict[str, float | int | None]]:
+    out: dict[str, dict[str, float | int | None]] = {}
+    for variant in sorted({a.variant for a in answers}):
+        mine = [a for a in answers if a.variant == variant]
+        ttfts = [a.ttft for a in mine if a.ttft is not None]
+        words = [a.words for a in mine]
+        out[variant] = {
+            "answers": len(mine),
+            "with_invented": sum(bool(a.invented) for a in mine),
+            "invented_specifics": sum(len(a.invented) for a in mine),
+            "over_60_words": sum(w >= 60 for w in words),
+            "words_median": percentile(words, 50) if words else None,
+            "words_max": max(words) if words else None,
+            "bullets_max": max(a.bullets for a in mine) if mine else None,
+            "repeated_line": sum(a.repeated_line for a in mine),
+            "ttft_median_s": _round(percentile(ttfts, 50)),
+            "ttft_p95_s": _round(percentile(ttfts, 95)),
+        }
+    return out
+
+
+def _round(value: float | None) -> float | None:
+    return round(value, 3) if value is not None else None
+
+
+def run(settings: Settings, args: argparse.Namespace) -> dict[str, dict[str, float | int | None]]:
+    answers = asyncio.run(_run(settings, args.limit))
+    summary = summarise(answers)
+    print()
+    for variant, row in summary.items():
+        print(f"{variant:8} " + "  ".join(f"{k}={v}" for k, v in row.items()))
+    for a in answers:
+        if a.invented:
+            print(f"  invented [{a.variant}/{a.case}] {a.question[:40]!r}: {', '.join(a.invented)}")
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    target = out / "bench-answers.json"
+    target.write_text(json.dumps({"summary": summary, "answers": [asdict(a) for a in answers]},
+                                 indent=1, ensure_ascii=False))
+    print(f"\nwritten: {target}")
+    return summary
