@@ -470,7 +470,7 @@ def _parser() -> argparse.ArgumentParser:
             b.add_argument("--glossary", help="comma-separated terms ahead of the documents' "
                                               "(default: [asr] glossary)")
     for name, helptext in (("recall", "résumé recall: is the right line first (devtools/bench/know)"),
-                           ("answers", "the bundled model's answers: invented specifics, words, first token")):
+                           ("answers", "the bundled model's answers: invented specifics, words, 1st token")):
         b = bench_sub.add_parser(name, help=helptext)
         b.add_argument("--out", default="bench-out", help="folder for the JSON summary")
         b.add_argument("--limit", type=int, help="only the first N questions (of each set)")

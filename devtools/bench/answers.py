@@ -55,7 +55,8 @@ _NUMBER_WORDS = frozenset(
 """"one" is left out: "one-on-one", "one thing" are not figures."""
 _ALWAYS = frozenset({"i", "i'm", "i've", "i'd", "i'll", "ok", "okay"})
 _TOKEN = re.compile(r"[A-Za-z][A-Za-z0-9+#.'/-]*[A-Za-z0-9+#]|[A-Za-z]|\d[\d.,:%]*")
-_SENTENCE_START = re.compile(r"(?:^|[.!?:;]\s+|\n\s*(?:[-*+•]|\d{1,2}[.)])?\s*)$")
+_SENTENCE_START = re.compile(r"(?:^|[.!?:;]\s+|\n)\s*(?:[-*+•]|\d{1,2}[.)])?\s*$")
+"""What comes before the first word of a sentence or a bullet (which is capitalised anyway)."""
 
 
 def invented(answer: str, *known_texts: str) -> list[str]:
