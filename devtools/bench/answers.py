@@ -171,12 +171,12 @@ def summarise(answers: list[Answer]) -> dict[str, dict[str, float | int | None]]
             "with_invented": sum(bool(a.invented) for a in mine),
             "invented_specifics": sum(len(a.invented) for a in mine),
             "over_60_words": sum(w >= 60 for w in words),
-            "words_median": percentile(words, 50) if words else None,
+            "words_median": percentile(words, 0.5) if words else None,
             "words_max": max(words) if words else None,
             "bullets_max": max(a.bullets for a in mine) if mine else None,
             "repeated_line": sum(a.repeated_line for a in mine),
-            "ttft_median_s": _round(percentile(ttfts, 50)),
-            "ttft_p95_s": _round(percentile(ttfts, 95)),
+            "ttft_median_s": _round(percentile(ttfts, 0.5)),
+            "ttft_p95_s": _round(percentile(ttfts, 0.95)),
         }
     return out
 
