@@ -32,4 +32,6 @@ CMAKE_ARGS="-DGGML_NATIVE=OFF" .venv/bin/pip install -q --disable-pip-version-ch
 
 .venv/bin/ruff check app devtools tests packaging
 .venv/bin/mypy app devtools
+.venv/bin/mypy --strict --platform win32 app
+.venv/bin/mypy --strict --platform darwin app
 exec .venv/bin/python -m pytest "$@"
