@@ -167,7 +167,7 @@ class Listener:
         if self._signals is not None:
             self._signals.start()
         self._recognizer.start()
-        self._source.start(self._on_frame, self._on_source_error)
+        self._source.start(self._on_frame, self._on_source_error, self._on_source_warning)
 
     def stop(self) -> None:
         self._running = False
@@ -319,6 +319,10 @@ class Listener:
         self._bus.emit(ErrorEvent(t=self._clock.now(), stage=AUDIO_ERROR, message=message))
         if self._on_source_error_cb is not None:
             self._on_source_error_cb(message)
+
+    def _on_source_warning(self, message: str) -> None:
+        """Shown like an error (a banner, the CLI's stderr), but the run goes on."""
+        self._bus.emit(ErrorEvent(t=self._clock.now(), stage=AUDIO_ERROR, message=message))
 
     # --- ASR worker thread -------------------------------------------------------------
 

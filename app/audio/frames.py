@@ -41,11 +41,15 @@ class AudioSource(Protocol):
     replaced by nothing: frame times stay on the audio clock).  Problems the user can
     fix (device missing, unplugged) go to ``on_error`` as a sentence naming the device
     and the fix; the source keeps trying to recover rather than ending the session.
+    What the user should know but that stops nothing (a microphone delivering digital
+    silence) goes to ``on_warning``, or to ``on_error`` when there is none: a headless
+    run ends on an error from its source, never on a warning.
     """
 
     name: str
 
-    def start(self, on_frame: FrameHandler, on_error: ErrorHandler) -> None: ...
+    def start(self, on_frame: FrameHandler, on_error: ErrorHandler,
+              on_warning: ErrorHandler | None = None) -> None: ...
 
     def stop(self) -> None: ...
 
@@ -71,10 +75,14 @@ class ThreadedSource:
         self._stop = threading.Event()
         self._done = threading.Event()
         self._thread: threading.Thread | None = None
+        self._warn: ErrorHandler = lambda message: None
+        """Where ``_run`` says what stops nothing (see :class:`AudioSource`)."""
 
-    def start(self, on_frame: FrameHandler, on_error: ErrorHandler) -> None:
+    def start(self, on_frame: FrameHandler, on_error: ErrorHandler,
+              on_warning: ErrorHandler | None = None) -> None:
         if self._thread is not None:
             raise RuntimeError(f"{type(self).__name__}.start() called twice")
+        self._warn = on_warning if on_warning is not None else on_error
         self._thread = threading.Thread(target=self._run, args=(on_frame, on_error),
                                         name=f"audio:{self.name}", daemon=True)
         self._thread.start()
