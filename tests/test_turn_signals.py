@@ -4,6 +4,7 @@ Smart Turn v3.2 through onnxruntime, and the worker that runs them off the audio
 from __future__ import annotations
 
 import importlib.util
+import itertools
 import statistics
 import sys
 import threading
@@ -13,12 +14,22 @@ from importlib import metadata
 import numpy as np
 import pytest
 
-from app.config import TurnConfig
+from app.asr.decoder import WhisperDecoder
+from app.audio import FileSource
+from app.audio.frames import SAMPLE_RATE
+from app.clock import SessionClock
+from app.config import Settings, TurnConfig
+from app.events import EventBus, VadEvent
+from app.listener import Listener
+from app.turns.endpointer import Endpointer
 from app.turns.policy import Evidence, TextCues, decide
 from app.turns.signals import SignalRequest, SignalResult, SignalWorker, TurnSignals
-from app.turns.sound import find_model, last_window, log_mel
+from app.turns.sound import EXTRA, TAIL_S, WINDOW_S, find_model, last_window, log_mel
 from app.turns.words import WordsScorer, prepare
-from tests.speech import read_wav, synth
+from tests.speech import read_wav, speech_bounds, synth
+
+needs_smart_turn = pytest.mark.skipif(find_model() is None,
+                                      reason=f"Smart Turn's model: the [{EXTRA}] extra is not installed")
 
 QUESTIONS = [
     "How do you handle disagreements with your team lead?",
@@ -153,6 +164,7 @@ def test_a_missing_signal_leaves_the_rules_and_says_so() -> None:
     assert (result.words_logp, result.sound_p) == (None, None)
 
 
+@needs_smart_turn
 def test_smart_turn_loads_from_the_wheel_without_importing_pipecat() -> None:
     path = find_model()
     assert path is not None and path.name == "smart-turn-v3.2-cpu.onnx"
@@ -165,6 +177,7 @@ def test_smart_turn_loads_from_the_wheel_without_importing_pipecat() -> None:
     assert not any(name == "pipecat" or name.startswith("pipecat.") for name in sys.modules)
 
 
+@needs_smart_turn
 def test_log_mel_matches_the_features_smart_turn_was_made_with() -> None:
     """pipecat's own (numpy) feature code, loaded from the wheel as a lone file."""
     reference_file = next(f for f in metadata.files("pipecat-ai") or []
@@ -177,3 +190,123 @@ def test_log_mel_matches_the_features_smart_turn_was_made_with() -> None:
     ours = log_mel(audio)
     assert ours.shape == (80, 800) and ours.dtype == np.float32
     assert float(np.abs(ours - reference.compute_whisper_log_mel_features(audio)).max()) < 1e-4
+
+
+def test_without_the_wheel_smart_turn_says_which_extra_installs_it() -> None:
+    signals = TurnSignals.load(TurnConfig(smart_turn=True, words_model=False), "en")
+    if find_model() is None:
+        assert signals.sound is None and f"[{EXTRA}]" in signals.status
+    else:
+        assert signals.sound is not None
+
+
+@needs_smart_turn
+def test_enabling_smart_turn_changes_a_verdict() -> None:
+    """Words the model is unsure of, heard by Smart Turn as a finished turn after the pause
+    it reads (the real ONNX): its vote tips the verdict to complete, and the turn ends
+    after the short wait instead of the middle one."""
+    cfg = TurnConfig(smart_turn=True)
+    clip = synth("Tell me about your last project.", tail_s=1.0)
+    _, voice_end = speech_bounds(clip)
+    audio = read_wav(clip)[: round((voice_end + TAIL_S) * SAMPLE_RATE)]
+    signals = TurnSignals.load(cfg.model_copy(update={"words_model": False}), "en")
+    assert signals.sound is not None, signals.status
+    text = "Tell me about your last project."
+    sound_p = signals.score(SignalRequest(1, text, voice_end + TAIL_S, audio)).sound_p
+    assert sound_p is not None and sound_p > 0.9  # this clip sounds finished to it
+    # the words alone: unsure, just short of finished by less than the sound's vote
+    vote = 1.0 - cfg.smart_turn_weight * (2 * sound_p - 1) / 2
+    logp = cfg.words_incomplete_logp + (vote + 1) / 2 * (cfg.words_complete_logp - cfg.words_incomplete_logp)
+    verdicts = []
+    for enabled in (False, True):
+        ep = Endpointer(cfg)
+        ep.speech_started(1, 0.5)
+        for frame in range(1, round((voice_end - 0.5) / 0.03) + 1):  # no pause inside it
+            ep.voiced(min(voice_end, 0.5 + 0.03 * frame))
+        ep.voiced(voice_end)
+        ep.partial(1, text, "", voice_end, voice_end + 0.1)
+        ep.eot(1, text, voice_end, voice_end + 0.1, words_logp=logp)
+        if enabled:
+            ep.eot(1, text, voice_end + TAIL_S, voice_end + TAIL_S, sound_p=sound_p)
+        wait = ep.wait()
+        assert wait is not None
+        verdicts.append((wait.verdict, wait.endpoint_ms))
+    assert verdicts == [("uncertain", cfg.endpoint_uncertain_ms), ("complete", cfg.endpoint_complete_ms)]
+
+
+@needs_smart_turn
+def test_the_listener_gives_smart_turn_the_utterance_up_to_the_pause(decoder: WhisperDecoder) -> None:
+    """With Smart Turn on, the listener sends the last ``WINDOW_S`` of the utterance once
+    the pause has lasted ``TAIL_S``, and the verdict comes back with a sound score."""
+    requests: list[SignalRequest] = []
+    results: list[SignalResult] = []
+
+    class Recording(TurnSignals):
+        def score(self, request: SignalRequest) -> SignalResult:
+            requests.append(request)
+            result = super().score(request)
+            results.append(result)
+            return result
+
+    settings = Settings()
+    settings.turns.smart_turn = True
+
+    def load() -> TurnSignals:
+        loaded = TurnSignals.load(settings.turns, "en")
+        return Recording(loaded.words, loaded.sound, loaded.status)
+
+    clip = synth("Tell me about a project you are proud of.", lead_s=2.0)  # the model loads meanwhile
+    _, voice_end = speech_bounds(clip)
+    bus = EventBus()
+    events: list[object] = []
+    bus.subscribe(events.append)
+    clock = SessionClock()
+    turns = itertools.count(1)
+    listener = Listener(FileSource(clip, clock, speed=1.0), decoder, settings, bus, clock,
+                        lambda: next(turns), turn_signals=load)
+    listener.start()
+    assert listener.finish(timeout=60)
+    listener.stop()
+    paused = [e.t for e in events if isinstance(e, VadEvent) and not e.speech]
+    heard = [r for r in requests if r.audio is not None]
+    assert paused and heard, [r.text for r in requests]
+    for request in heard:
+        seconds = len(request.audio) / SAMPLE_RATE  # type: ignore[arg-type]
+        assert 0 < seconds <= WINDOW_S
+        assert request.audio_end >= voice_end - 0.1  # the end of the question, and its pause
+    sounded = [r for r in results if r.sound_p is not None]
+    assert sounded and all(0.0 <= r.sound_p <= 1.0 for r in sounded)  # type: ignore[operator]
+
+
+def test_a_pause_keeps_its_audio_when_newer_words_replace_its_request() -> None:
+    """A partial landing while the pause's sound request waits replaces its words, not
+    its audio: the request scored carries both (the newest words, the pause's sound)."""
+    scored: list[SignalRequest] = []
+    loading = threading.Event()
+
+    class Recording(TurnSignals):
+        def score(self, request: SignalRequest) -> SignalResult:
+            scored.append(request)
+            return super().score(request)
+
+    def load() -> TurnSignals:
+        loading.wait(60)
+        return Recording(None, None, "none")
+
+    worker = SignalWorker(load, lambda result: None)
+    worker.start()
+    audio = np.zeros(SAMPLE_RATE, dtype=np.int16)
+    try:
+        worker.submit(SignalRequest(1, QUESTIONS[0], 2.2, audio))  # the pause, 0.2 s in
+        worker.submit(SignalRequest(1, QUESTIONS[1], 2.09))  # the pass that heard it lands
+        loading.set()
+        assert worker.ready.wait(60)
+        _idle(worker)
+        worker.submit(SignalRequest(1, QUESTIONS[2], 3.2, audio))
+        worker.submit(SignalRequest(2, QUESTIONS[3], 4.0))  # another turn's words: no sound
+        _idle(worker)
+    finally:
+        worker.stop()
+    assert [(r.turn, r.text, r.audio_end, r.audio is audio) for r in scored] == [
+        (1, QUESTIONS[1], 2.2, True)] + [(2, QUESTIONS[3], 4.0, False)] * (len(scored) - 1)
+    assert len(scored) == 2

@@ -5,9 +5,10 @@ BSD-2-Clause) that reads the last 8 s of audio at a pause and returns P(the turn
 over).  It is trained on human prosody: on espeak voices it does not tell finished from
 cut questions, so the policy gives it a small weight, and it is off by default.
 
-The weights come from the ``pipecat-ai`` wheel, located through its package metadata
-(``importlib.metadata``) *without importing pipecat* (which pulls in a framework); only
-the .onnx is needed, run with onnxruntime (installed with faster-whisper).  The input
+The weights come from the ``pipecat-ai`` wheel (the ``smart-turn`` extra, which the
+installers include), located through its package metadata (``importlib.metadata``)
+*without importing pipecat* (which pulls in a framework); only the .onnx is needed, run
+with onnxruntime (installed with faster-whisper).  The input
 features are Whisper's log-mel spectrogram computed here with numpy (no torch), the same
 recipe as the model's training (transformers' WhisperFeatureExtractor, 8 s chunk).
 """
@@ -25,6 +26,8 @@ import numpy.typing as npt
 from app.audio.frames import SAMPLE_RATE
 
 WHEEL = "pipecat-ai"
+EXTRA = "smart-turn"
+"""The optional dependency group that installs :data:`WHEEL` (pyproject.toml)."""
 MODEL_FILE = "smart-turn-v3.2-cpu.onnx"
 WINDOW_S = 8
 TAIL_S = 0.2
@@ -57,7 +60,8 @@ class SmartTurn:
     def __init__(self, model_path: Path | None = None, threads: int = 1) -> None:
         path = model_path or find_model()
         if path is None:
-            raise SoundUnavailable(f"Smart Turn needs the {WHEEL} package ({MODEL_FILE})")
+            raise SoundUnavailable(f"Smart Turn needs the {WHEEL} package ({MODEL_FILE}): "
+                                   f"pip install 'interview-copilot[{EXTRA}]'")
         try:
             import onnxruntime as ort
 
