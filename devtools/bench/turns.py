@@ -116,10 +116,15 @@ class TurnResult:
     """endpoint → final transcript"""
     final_to_request: float | None = None
     """final → the answering request left (negative: it left speculatively, before)"""
+    speech_to_request: float | None = None
+    """the end of the question → the answering request left: our share of the latency,
+    the relay's own time to first token aside"""
     request_to_first_token: float | None = None
     first_token_to_shown: float | None = None
     """first token arrived → shown (held until the turn was confirmed)"""
     # both sides of the call (--candidate)
+    guesses: list[str] = field(default_factory=list)
+    """The interviewer's guesses, in order (what each speculative request was sent for)."""
     cadence: list[float] = field(default_factory=list)
     """Seconds between the interviewer's consecutive partials of the question."""
     candidate_answered: int = 0
@@ -294,7 +299,8 @@ def _cadence(events: list[Event]) -> list[float]:
 
 
 def _score(events: list[Event], clip: Clip, mode: str) -> TurnResult:
-    result = TurnResult(clip=clip.path.name, mode=mode, cadence=_cadence(events))
+    result = TurnResult(clip=clip.path.name, mode=mode, cadence=_cadence(events),
+                        guesses=[e.text for e in events if isinstance(e, SpeculateEvent)])
     timeline = Timeline.of(events)
     asked = [s for s in timeline.stages() if s.finals]
     result.finals = sum(len(s.finals) for s in asked)
@@ -346,6 +352,7 @@ def _breakdown(result: TurnResult, turn: TurnStages, clip: Clip) -> None:
     if request is None:
         return
     result.final_to_request = request.t - final.t
+    result.speech_to_request = request.t - clip.speech_end_s
     if request.first_token is not None:
         result.request_to_first_token = request.first_token.t - request.t
         if request.shown is not None:
@@ -365,6 +372,8 @@ def _summarise(results: list[TurnResult]) -> dict[str, Any]:
         "response_latency_p95_s": p95(latencies),
         "final_to_first_token_median_s": median(from_final),
         "final_to_first_token_p95_s": p95(from_final),
+        "speech_to_request_median_s": median([r.speech_to_request for r in results
+                                              if r.speech_to_request is not None]),
         "speculation_hit_rate": round(sum(r.hits for r in results) / decided, 3) if decided else None,
         "requests_per_turn": round(sum(r.requests for r in results) / len(results), 3) if results else None,
         "wasted_tokens": sum(r.wasted_tokens for r in results),
@@ -398,11 +407,12 @@ def _print(results: dict[str, list[TurnResult]], summary: dict[str, Any]) -> Non
               f"{s['stale_answers_left']!s:>5} {s['withdrawn_answers']!s:>9} "
               f"{ms(s['withdraw_delay_median_s']):>7} {ms(s['withdraw_delay_p95_s']):>7} "
               f"{s['flicker_rate']!s:>7} {ms(s['flicker_shown_median_s']):>6}")
-    print(f"\n{'mode':<{w}} {'cadence':>8} {'ASR pass':>8} {'you lines':>9} {'you lag':>8} "
+    print(f"\n{'mode':<{w}} {'→request':>8} {'cadence':>8} {'ASR pass':>8} {'you lines':>9} {'you lag':>8} "
           f"{'answered':>8} {'echo':>5}")
     for mode in results:
         s = summary[mode]
-        print(f"{mode:<{w}} {ms(s['partial_cadence_median_s']):>8} {ms(s['asr_pass_mean_s']):>8} "
+        print(f"{mode:<{w}} {ms(s['speech_to_request_median_s']):>8} "
+              f"{ms(s['partial_cadence_median_s']):>8} {ms(s['asr_pass_mean_s']):>8} "
               f"{s['candidate_lines']!s:>9} "
               f"{ms(s['candidate_lag_median_s']):>8} {s['candidate_answered']!s:>8} {s['echo_lines']!s:>5}")
     for name, ratio in summary["ratios"].items():
