@@ -17,8 +17,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
+from PySide6.QtWidgets import QWidget
+from pytestqt.qtbot import QtBot
 
-from app.ui.hotkeys import macos, parse_hotkey
+from app.config import HotkeyConfig
+from app.ui.hotkeys import HotkeyManager, macos, parse_hotkey
 from app.ui.hotkeys.macos import MacBackend, to_carbon
 from app.ui.hotkeys.windows import WindowsBackend, to_windows
 from tests.fake_dll import CFunction, FakeLibrary, write_at
@@ -470,3 +473,40 @@ def test_thread_messages_are_what_a_modal_loop_loses() -> None:
     assert fake.user32.RegisterHotKey(None, 1, 2 | 1, ord("L"))
     fake.press(2 | 1, ord("L"))
     assert fake.modal_step() == [(None, WM_HOTKEY, 1, (ord("L") << 16) | 3)]
+
+
+def test_a_windows_press_reaches_the_manager_on_the_gui_thread(
+        qtbot: QtBot, win32: tuple[FakeWin32, WindowsBackend]) -> None:
+    """The whole path: hotkey thread -> HotkeyManager's queued signal -> ``triggered`` on
+    the GUI thread, with the Settings defaults."""
+    fake, backend = win32
+    widget = QWidget()
+    qtbot.addWidget(widget)
+    manager = HotkeyManager(widget, backend)
+    defaults = HotkeyConfig().model_dump()
+    assert manager.apply(defaults, defaults) == []
+    assert manager.summary().startswith("Hotkeys (global)")
+    got: list[tuple[str, bool]] = []
+    manager.triggered.connect(
+        lambda action: got.append((action, threading.current_thread() is threading.main_thread())))
+    fake.press(*to_windows(parse_hotkey(defaults["toggle_low_latency"])))
+    qtbot.waitUntil(lambda: bool(got), timeout=30_000)
+    assert got == [("toggle_low_latency", True)]
+    manager.close()
+    assert fake.hotkeys == {}
+
+
+def test_a_carbon_press_reaches_the_manager(qtbot: QtBot) -> None:
+    carbon = FakeCarbon()
+    widget = QWidget()
+    qtbot.addWidget(widget)
+    manager = HotkeyManager(widget, MacBackend(carbon=carbon))
+    defaults = HotkeyConfig().model_dump()
+    assert manager.apply(defaults, defaults) == []
+    got: list[str] = []
+    manager.triggered.connect(got.append)
+    assert carbon.press(*to_carbon(parse_hotkey(defaults["answer_now"]))) == [0]
+    qtbot.waitUntil(lambda: bool(got), timeout=30_000)
+    assert got == ["answer_now"]
+    manager.close()
+    assert carbon.hotkeys == {}
