@@ -19,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import os
 import queue
+import stat
 import sys
 import threading
 import time
@@ -53,14 +54,17 @@ def open_exclusive(path: str | os.PathLike[str]) -> IO[str]:
     """Open ``path`` for appending text, locked for as long as it stays open, then empty it.
 
     The lock comes first: a second run is refused (:class:`FileBusy`) before it can
-    truncate the first run's lines.  Never waits for the lock.
+    truncate the first run's lines.  Never waits for the lock.  Anything but a regular
+    file (a pipe, a terminal, ``/dev/null``) is neither locked nor truncated: it keeps
+    no lines to protect, and some systems refuse to lock or truncate it.
     """
     flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | getattr(os, "O_BINARY", 0)
     fd = os.open(path, flags, 0o666)
     try:
-        if not lock_exclusively(fd):
-            raise FileBusy(f"{os.fspath(path)} is locked by another process")
-        os.ftruncate(fd, 0)
+        if stat.S_ISREG(os.fstat(fd).st_mode):  # not a pipe, a terminal or /dev/null
+            if not lock_exclusively(fd):
+                raise FileBusy(f"{os.fspath(path)} is locked by another process")
+            os.ftruncate(fd, 0)
         return open(fd, "a", encoding="utf-8")
     except BaseException:
         os.close(fd)

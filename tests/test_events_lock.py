@@ -123,3 +123,10 @@ def test_the_windows_lock_is_one_fixed_byte_far_beyond_the_log(tmp_path: Path,
 def test_an_unwritable_events_file_is_one_clear_sentence(tmp_path: Path) -> None:
     with pytest.raises(FatalError, match="cannot write the events to"):
         _open_exclusively(str(tmp_path / "no such folder" / "events.jsonl"))
+
+
+def test_a_device_or_pipe_is_neither_locked_nor_truncated(platform: str) -> None:
+    first = _open_exclusively(os.devnull)
+    second = _open_exclusively(os.devnull)  # two runs may both throw their events away
+    first.close()
+    second.close()
