@@ -445,7 +445,8 @@ class AnswerEngine:
             stream = shape.wrap(client.stream_chat(
                 messages, max_tokens=shape.tokens(self._settings.llm.max_tokens),
                 temperature=self._settings.llm.temperature, prompt_cache_key=self._cache_key,
-                extra=shape.extra(), extra_requests=0 if request.kind == "speculative" else 1))
+                extra=self._prompt.sampling(request.text),
+                extra_requests=0 if request.kind == "speculative" else 1))
             async with contextlib.aclosing(stream):
                 async for item in stream:
                     if isinstance(item, Delta):

@@ -45,13 +45,22 @@ from app.prompt.texts import (
 
 Message = dict[str, str]
 DEFAULT_MAX_TURNS = 8
-COMPACT_SHAPE = ReplyShape(max_bullets=3, max_words=60, max_tokens=96,
+COMPACT_SHAPE = ReplyShape(max_bullets=3, max_words=50, max_lines_after_bullets=0, max_tokens=96,
                            sampling={"repeat_penalty": 1.3, "frequency_penalty": 0.3})
-"""The bundled model's answers: three bullets and one sentence at most (``max_tokens`` 96
-is ~70 words, so the word cap, not the server, ends an answer); ``repeat_penalty`` 1.3
-(llama.cpp's default is 1.1, too weak for a 135M model's loops) and a frequency penalty
-make it vary its words, and the shape cuts the stream at the first repeated line anyway.
-Measured with `bench answers`."""
+"""The bundled model's answers: three bullets and nothing after them (the sentence after
+the bullets is where it invented most, in `bench answers`); 50 words, so an answer stays
+under 60 with its markers (``max_tokens`` 96 is ~70 words: the cap, not the server, ends
+it); ``repeat_penalty`` 1.3 (llama.cpp's default 1.1 is too weak for a 135M model's
+loops) and a frequency penalty make it vary its words, and the shape cuts the stream at
+the first repeated line anyway."""
+DIGITS = "0123456789"
+NUMBER_WORDS = ("two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "twenty",
+                "hundred", "thousand", "million", "dozen")
+"""Banned with their leading space (" five"), each one SmolLM2 token (tests/test_prompt_local.py
+checks it: llama.cpp biases every token of a text, and " " must never be banned).  "one"
+stays: "one-on-one", "one thing" are not figures."""
+BANNED = -100.0
+"""A logit bias that no sampler overcomes: the token is never written."""
 COMPACT_ABOUT_LINES = 2
 """The résumé's first lines (name, headline) sit in the compact prefix: "tell me about
 yourself" recalls no line, and must not be answered with nothing to go on."""
@@ -185,9 +194,31 @@ class PromptBuilder:
         if not question:
             raise ValueError("question is empty")
         if self.compact:
-            facts = [line.text for line in self.recall.lines_for(question)]
-            return [*self.prefix_messages(), _user(compact_question(question, facts))]
+            return [*self.prefix_messages(), _user(compact_question(question, self._facts(question)))]
         return [*self.prefix_messages(), *self.history_messages(), _user(question)]
+
+    def sampling(self, question: str) -> dict[str, Any] | None:
+        """Extra request fields for ``question`` (None: the server's defaults).
+
+        Compact: the shape's penalties, and every digit and number word that neither the
+        facts nor the question contain is banned (llama.cpp's ``logit_bias`` by token
+        text; SmolLM2 writes numbers one digit per token): a 135M model's favourite
+        invention is a figure ("10 years", "a team of five"), and it cannot write one it
+        has no digits or words for.
+        """
+        if not self.compact:
+            return None
+        out: dict[str, Any] = dict(self.reply_shape.sampling)
+        seen = (question + " " + " ".join(self._facts(question))).lower()
+        words = set(re.findall(r"[a-z]+", seen))
+        banned = {d: BANNED for d in DIGITS if d not in seen}
+        banned |= {f" {w}": BANNED for w in NUMBER_WORDS if w not in words}
+        if banned:
+            out |= {"logit_bias": banned, "logit_bias_type": "tokens"}
+        return out
+
+    def _facts(self, question: str) -> list[str]:
+        return [line.text for line in self.recall.lines_for(question.strip())]
 
     def stable_prefix_bytes(self) -> bytes:
         return serialise(self._prefix)

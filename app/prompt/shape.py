@@ -50,7 +50,8 @@ class ReplyShape:
     max_tokens: int | None = None
     """A cap on the request's ``max_tokens`` (the setting still applies when lower)."""
     sampling: Mapping[str, Any] = field(default_factory=dict)
-    """Extra request fields (llama.cpp's ``repeat_penalty``…); sent only to that server."""
+    """Extra request fields (llama.cpp's ``repeat_penalty``…); the prompt builder adds
+    them to its requests (:meth:`app.prompt.builder.PromptBuilder.sampling`)."""
 
     @property
     def active(self) -> bool:
@@ -58,9 +59,6 @@ class ReplyShape:
 
     def tokens(self, setting: int) -> int:
         return min(setting, self.max_tokens) if self.max_tokens else setting
-
-    def extra(self) -> dict[str, Any] | None:
-        return dict(self.sampling) or None
 
     def wrap(self, stream: AsyncGenerator[StreamItem, None]) -> AsyncGenerator[StreamItem, None]:
         """The stream as this shape lets it through (the stream itself when inactive)."""

@@ -186,8 +186,8 @@ def context_message(resume: str | None, job_description: str | None, language: s
 COMPACT_SYSTEM_PROMPT = """\
 You are a job candidate in an interview. Answer the interviewer's question in the first \
 person with at most three short bullet points. Use only the facts given with the question. \
-If no fact fits, answer in general terms such as "in my last role", and never make up a \
-name, a company, a tool or a number."""
+If no fact fits, answer in general terms such as "in my last role". Never write a number, \
+a name, a company or a tool that is not in the facts."""
 """For a model of 135M parameters: four sentences it can follow, no format spec it cannot.
 The long prompt's rules (headings, sign-offs, transcription errors) only dilute these."""
 
@@ -200,15 +200,22 @@ COMPACT_FEW_SHOT: tuple[tuple[str, str], ...] = (
         "- Customers found it much easier to use",
     ),
     (
+        "Facts: none\n\nQuestion: how many years of experience do you have",
+        "- Several years building backend services\n"
+        "- Most recently in my last role on a platform team\n"
+        "- Always close to production",
+    ),
+    (
         "Facts: none\n\nQuestion: how do you handle a tight deadline",
         "- In my last role I cut the scope to what mattered most\n"
         "- I told the team about risks early\n"
         "- We shipped the core first and the rest after",
     ),
 )
-"""Two exchanges that show the shape and the honesty: facts restated in the first person,
-and no facts answered in general terms.  They hold no name and no number on purpose:
-whatever a small model sees here it repeats, and anything it repeats would be invented."""
+"""Three exchanges that show the shape and the honesty: facts restated in the first
+person, and no facts answered in general terms ("several years", never a figure).  They
+hold no name and no number on purpose: whatever a small model sees here it repeats, and
+anything it repeats would be invented."""
 
 COMPACT_QUESTION = "Facts:\n{facts}\n\nQuestion: {question}"
 COMPACT_NO_FACTS = "Facts: none\n\nQuestion: {question}"

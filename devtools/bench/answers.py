@@ -30,6 +30,7 @@ import re
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
 from app.config import Settings
 from app.llm.client import Delta, LlmClient
@@ -100,13 +101,13 @@ def _builders(resume: str | None, job: str | None) -> dict[str, PromptBuilder]:
 
 
 async def _ask(client: LlmClient, messages: list[dict[str, str]], shape: ReplyShape,
-               settings: Settings) -> tuple[str, float | None, float]:
+               settings: Settings, extra: dict[str, Any] | None = None) -> tuple[str, float | None, float]:
     sent = time.perf_counter()
     first: float | None = None
     parts: list[str] = []
     stream = shape.wrap(client.stream_chat(
         messages, max_tokens=shape.tokens(settings.llm.max_tokens),
-        temperature=settings.llm.temperature, extra=shape.extra(), extra_requests=0))
+        temperature=settings.llm.temperature, extra=extra, extra_requests=0))
     async with contextlib.aclosing(stream):
         async for item in stream:
             if isinstance(item, Delta) and item.text:
@@ -149,7 +150,8 @@ async def _run(settings: Settings, limit: int | None) -> list[Answer]:
                         ping = [*builder.prefix_messages(), {"role": "user", "content": "ping"}]
                         await _ask(client, ping, ReplyShape(max_tokens=1), settings)
                         text, ttft, total = await _ask(client, builder.messages(question),
-                                                       builder.reply_shape, settings)
+                                                       builder.reply_shape, settings,
+                                                       builder.sampling(question))
                         answers.append(_measure(variant, case, question, text, ttft, total, known))
                         print(f"[{variant:7}] {question[:50]!r}: {' / '.join(text.split(chr(10)))[:150]}",
                               flush=True)
