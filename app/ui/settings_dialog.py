@@ -302,7 +302,7 @@ class SettingsDialog(QDialog):
         def pick() -> None:
             path, _ = QFileDialog.getOpenFileName(
                 self, title, edit.text() or str(Path.home()),
-                "Documents (*.pdf *.txt *.md);;All files (*)",
+                "Documents (*.docx *.pdf *.txt *.md);;All files (*)",
             )
             if path:
                 edit.setText(path)
