@@ -19,6 +19,11 @@ be the same one (only a tag such as "right?" was added) it is shown again
 
 Turn ids come from the session (the listening half hands them out); a regeneration is
 a new request of the same turn.
+
+Each request is an :class:`~app.answer.handle.AnswerHandle`: its state changes only
+through its transition, which also makes every event about it.  This module decides
+*when* (which question, which guess, which answer is in front); the handle decides what
+follows.
 """
 
 from __future__ import annotations

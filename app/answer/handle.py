@@ -50,7 +50,7 @@ from app.events import (
     TokenEvent,
     Usage,
 )
-from app.llm.client import RequestTiming
+from app.llm.timing import RequestTiming
 
 
 class AnswerState(enum.Enum):
