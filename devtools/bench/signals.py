@@ -13,7 +13,8 @@ Per clip, each signal scores a *complete* and a *cut* version of the question:
 - Smart Turn: the audio from the speech start to ``speech_end_s`` + 0.2 s of the
   trailing silence vs the audio up to the first pause's start + 0.2 s (of the pause), else
   up to 55 % of the speech + 0.2 s of what follows, which is speech: the clip then ends
-  mid-word, as a question cut off does (Smart Turn reads at most the last 8 s).
+  mid-word, as a question cut off does (Smart Turn reads at most the last 8 s).  0.2 s is
+  ``app.turns.sound.TAIL_S``, where the listener has it read a pause.
 
 CPU is ``time.thread_time()`` around each call;
 the words model is loaded with one thread here, as with two the calling thread's CPU is
@@ -39,10 +40,10 @@ from app.config import Settings, TurnConfig
 from app.percentile import median, p95
 from app.text import segments
 from app.turns.signals import TurnSignals
+from app.turns.sound import TAIL_S
 from devtools.bench.corpus import Clip, error_unit, load_corpus, read_audio
 
 CUT_SHARE = 0.55
-TAIL_S = 0.2
 SOUND_THRESHOLD = 0.5
 T = TypeVar("T")
 
