@@ -32,13 +32,14 @@ import os
 import shutil
 import subprocess
 import tempfile
+import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import numpy as np
 
 from app.asr.decoder import WhisperDecoder, load_decoder
-from app.asr.glossary import pick_terms
+from app.asr.glossary import MAX_PIECES, pick_terms
 from app.asr.guards import cut_repetition, is_hallucination
 from app.audio.frames import SAMPLE_RATE
 from app.config import Settings
@@ -202,6 +203,8 @@ class ClipResult:
     heard_with: list[str] = field(default_factory=list)
     seconds_without: list[float] = field(default_factory=list)
     seconds_with: list[float] = field(default_factory=list)
+    cpu_without: list[float] = field(default_factory=list)
+    cpu_with: list[float] = field(default_factory=list)
 
 
 def run(settings: Settings, args: argparse.Namespace) -> dict[str, object]:
@@ -213,7 +216,8 @@ def run(settings: Settings, args: argparse.Namespace) -> dict[str, object]:
     documents = [(root / name).read_text(encoding="utf-8") for name in ("resume.md", "job.md")
                  if (root / name).is_file()]
     glossary = [t.strip() for t in (args.glossary or "").split(",") if t.strip()] or cfg.glossary
-    terms = pick_terms(documents, glossary, pieces=decoder.pieces)
+    terms = pick_terms(documents, glossary, pieces=decoder.pieces,
+                       budget=getattr(args, "budget", None) or MAX_PIECES)
     print(f"terms ({len(terms)}): {', '.join(terms)}\n")
     results = []
     for clip in manifest:
@@ -225,11 +229,15 @@ def run(settings: Settings, args: argparse.Namespace) -> dict[str, object]:
             order = (False, True) if repeat % 2 == 0 else (True, False)
             for steered in order:
                 decoder.set_terms(terms if steered else ())
-                text, seconds = _final_text(decoder, utterance)
+                text, seconds, cpu = _final_text(decoder, utterance)
                 if steered:
-                    result.with_terms, result.seconds_with = text, [*result.seconds_with, seconds]
+                    result.with_terms = text
+                    result.seconds_with.append(seconds)
+                    result.cpu_with.append(cpu)
                 else:
-                    result.without, result.seconds_without = text, [*result.seconds_without, seconds]
+                    result.without = text
+                    result.seconds_without.append(seconds)
+                    result.cpu_without.append(cpu)
         result.heard_without = [n for n in clip["names"] if _said(n, result.without)]
         result.heard_with = [n for n in clip["names"] if _said(n, result.with_terms)]
         print(f"{result.file}  names {len(result.heard_without)}/{len(result.names)} -> "
@@ -250,11 +258,15 @@ def run(settings: Settings, args: argparse.Namespace) -> dict[str, object]:
     return summary
 
 
-def _final_text(decoder: WhisperDecoder, audio: np.ndarray) -> tuple[str, float]:
-    """What the final pass would show: the guards and the loop cut, as streaming applies them."""
+def _final_text(decoder: WhisperDecoder, audio: np.ndarray) -> tuple[str, float, float]:
+    """What the final pass would show (the guards and the loop cut, as streaming applies
+    them), its wall time and its CPU time: the process's, every CTranslate2 thread's, less
+    swayed than wall time by other work on a shared machine."""
+    cpu = time.process_time()
     hyp = decoder.decode(audio)
+    cpu = time.process_time() - cpu
     text = "" if is_hallucination(hyp) else cut_repetition(hyp.text)
-    return text, hyp.seconds
+    return text, hyp.seconds, cpu
 
 
 def _said(name: str, text: str) -> bool:
@@ -291,6 +303,8 @@ def _summarise(results: list[ClipResult], terms: list[str], echoes: dict[str, ob
     steered = [s for r in results for s in r.seconds_with]
     paired = [w / o for r in results for w, o in zip(r.seconds_with, r.seconds_without, strict=True) if o > 0]
     med_without, med_with = median(without), median(steered)
+    cpu_without = median([s for r in results for s in r.cpu_without])
+    cpu_with = median([s for r in results for s in r.cpu_with])
     return {
         "clips": len(results),
         "language": language,
@@ -306,6 +320,9 @@ def _summarise(results: list[ClipResult], terms: list[str], echoes: dict[str, ob
         "pass_p95_with_ms": round((p95(steered) or 0) * 1000),
         "pass_time_ratio": round(med_with / med_without, 3) if med_with and med_without else None,
         "pass_time_ratio_paired_median": round(median(paired) or 0, 3),
+        "pass_cpu_median_without_ms": round((cpu_without or 0) * 1000),
+        "pass_cpu_median_with_ms": round((cpu_with or 0) * 1000),
+        "pass_cpu_ratio": round(cpu_with / cpu_without, 3) if cpu_with and cpu_without else None,
         "terms_heard_in_silence_or_noise":
             sum(len(v["shown_terms"]) for v in echoes.values() if isinstance(v, dict)),
         "silence_and_noise": echoes,
