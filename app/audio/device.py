@@ -19,6 +19,15 @@ Time after a reconnection: frames resume at the wall-clock position of their fir
 sample (rounded up to the 30 ms grid), so session time jumps forward by the outage.  We
 do not pretend the audio was continuous; consumers see a gap in ``t`` instead.
 
+PortAudio calls that can wedge: on a dead sound server (ALSA's ``pulse`` plugin after the
+PulseAudio daemon died) ``Pa_AbortStream`` and ``Pa_CloseStream`` can wait forever for the
+host's callback thread.  So every call that opens, starts or closes a stream runs on a
+short-lived thread of its own with a deadline (:func:`_with_deadline`); a stream that will
+not close in time is abandoned (kept referenced, never touched again), and the loss is
+reported *before* the close is tried, so a session that ends on a lost device never waits
+on PortAudio.  Once a stream is abandoned, PortAudio is not terminated at exit either
+(sounddevice's exit handler would close that stream and wait forever too).
+
 On Linux a PulseAudio/PipeWire monitor source (what the speakers play, i.e. the
 interviewer on a call) is reached through the ALSA ``pulse`` device with
 ``PULSE_SOURCE=<sink>.monitor``; ask for it as ``--device pulse:<sink>.monitor`` (or just
@@ -27,7 +36,9 @@ interviewer on a call) is reached through the ALSA ``pulse`` device with
 
 from __future__ import annotations
 
+import atexit
 import contextlib
+import functools
 import os
 import queue
 import shutil
@@ -37,7 +48,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -57,6 +68,19 @@ STALL_TIMEOUT = 2.0
 """No block for this long after the first one: the device is gone even if PortAudio is silent."""
 OVERFLOW_BURST = 1.0
 """Overflows closer together than this are one burst, reported once."""
+OPEN_DEADLINE = 5.0
+"""Seconds opening and starting a stream may take: a healthy open takes well under a second
+even on a busy machine (a PulseAudio monitor's ~1.5 s wait is for its first block, after
+the open); past this the attempt counts as failed and is retried."""
+CLOSE_DEADLINE = 1.0
+"""Seconds aborting and closing a stream may take before it is abandoned: a healthy abort
+returns within a few block periods; one wedged on a dead sound server never returns, and a
+lost device must end a headless run within a few seconds."""
+AWAKE_STEP = 0.25
+"""The most one turn of the worker's loop (which wakes every 0.1 s) counts towards "no audio
+for a while": a longer gap means the process was not scheduled (a busy machine, a debugger,
+system sleep), and the PortAudio thread probably was not either, so its silence then proves
+little.  Capping, not resetting, keeps a busy machine from postponing the verdict forever."""
 
 _LOOPBACK_HINTS = ("monitor", "loopback", "blackhole", "stereo mix", "what u hear",
                    "soundflower", "cable output", "wave out")
@@ -232,6 +256,76 @@ def _default_input() -> DeviceInfo:
     raise AudioError(f"No audio input device found (no microphone?): connect one, or {_FIX}.")
 
 
+T = TypeVar("T")
+
+
+class PortAudioWedged(Exception):
+    """A PortAudio call did not return before its deadline; it goes on on its own thread."""
+
+
+def _with_deadline(call: Callable[[], T], deadline: float, what: str,
+                   on_late: Callable[[T], None] | None = None) -> T:
+    """``call()`` on a daemon thread of its own: its result, its exception, or
+    :class:`PortAudioWedged` after ``deadline`` seconds.
+
+    A call that returns after we gave up hands its result to ``on_late`` (an opened stream
+    nobody will use is closed there), so giving up never leaks what the call made.
+    """
+    lock = threading.Lock()
+    finished = threading.Event()
+    outcome: list[tuple[bool, Any]] = []
+    gave_up = False
+
+    def run() -> None:
+        try:
+            result: tuple[bool, Any] = (True, call())
+        except BaseException as exc:  # handed to the caller, who decides
+            result = (False, exc)
+        with lock:
+            outcome.append(result)
+            finished.set()
+            late = gave_up
+        if late and result[0] and on_late is not None:
+            with contextlib.suppress(Exception):
+                on_late(result[1])
+
+    threading.Thread(target=run, name=f"portaudio-{what}", daemon=True).start()
+    finished.wait(deadline)
+    with lock:
+        if not outcome:
+            gave_up = True
+            raise PortAudioWedged(f"PortAudio did not {what} the stream within {deadline:g} s")
+    ok, value = outcome[0]
+    if not ok:
+        raise value
+    return value  # type: ignore[no-any-return]
+
+
+_abandoned: list[Any] = []
+"""Streams that would not close: referenced so that nothing closes them again."""
+
+
+def _abandon(stream: Any) -> None:
+    """Never touch ``stream`` again, and do not let the exit wait for it either."""
+    _abandoned.append(stream)
+    exit_handler = getattr(sd, "_exit_handler", None)  # closes the last stream, then Pa_Terminate
+    if exit_handler is not None:
+        atexit.unregister(exit_handler)
+
+
+def abandoned_streams() -> int:
+    """How many streams were given up on (doctor and tests read it)."""
+    return len(_abandoned)
+
+
+def _shut(stream: Any) -> None:
+    """Abort and close, ignoring PortAudio's complaints about a stream that already died."""
+    with contextlib.suppress(sd.PortAudioError):
+        stream.abort()
+    with contextlib.suppress(sd.PortAudioError):
+        stream.close()
+
+
 BlockCallback = Callable[[npt.NDArray[np.float32], int, Any, Any], None]
 _Item = tuple[int, float, npt.NDArray[np.float32] | None]
 """(stream generation, arrival time, block); block None = PortAudio finished the stream."""
@@ -295,8 +389,10 @@ class DeviceSource(ThreadedSource):
         last_error: Exception | None = None
         for channels in dict.fromkeys((1, min(2, info.max_input_channels))):
             try:
-                stream = self._start_stream(info.index, rate, channels, callbacks)
-            except (sd.PortAudioError, ValueError) as exc:
+                stream = _with_deadline(
+                    functools.partial(self._start_stream, info.index, rate, channels, callbacks),
+                    OPEN_DEADLINE, "open", on_late=_shut)
+            except (sd.PortAudioError, ValueError, PortAudioWedged) as exc:
                 last_error = exc
                 continue
             self._stream, self.rate, self.channels = stream, rate, channels
@@ -325,13 +421,14 @@ class DeviceSource(ThreadedSource):
         return _find_by_name(self._target.name, label=self.name)
 
     def _close(self) -> None:
+        """Close the stream within :data:`CLOSE_DEADLINE`, or abandon it."""
         stream, self._stream = self._stream, None
         if stream is None:
             return
-        with contextlib.suppress(sd.PortAudioError):
-            stream.abort()
-        with contextlib.suppress(sd.PortAudioError):
-            stream.close()
+        try:
+            _with_deadline(lambda: _shut(stream), CLOSE_DEADLINE, "close")
+        except PortAudioWedged:
+            _abandon(stream)
 
 
 class _Worker:
@@ -343,24 +440,23 @@ class _Worker:
         self.on_error = on_error
         self.chunker = FrameChunker()
         self.converter: Converter | None = None
-        self.opened_at = 0.0
-        self.last_block: float | None = None
+        self.got_block = False
+        self.quiet = 0.0
+        """Seconds without a block, counted only while the loop was awake (AWAKE_STEP)."""
         self.next_retry = 0.0
         self.outage_reported = False
         self.last_overflow_report = -1e9
         self.seen_overflows = 0
-        self.last_check = time.monotonic()
+        self.last_step = time.monotonic()
 
     def loop(self) -> None:
         while not self.src._stop.is_set():
-            self._notice_pause()
             if self.src._stream is None:
                 self._try_open()
                 continue
             try:
                 item = self.src._queue.get(timeout=0.1)
             except queue.Empty:
-                self._notice_pause()  # the pause may have happened inside get()
                 self._check_stalled()
                 continue
             generation, arrival, data = item
@@ -391,43 +487,39 @@ class _Worker:
         self.outage_reported = False
         assert self.src.rate is not None
         self.converter = Converter(self.src.rate)
-        self.opened_at = time.monotonic()
-        self.last_block = None
+        self.got_block = False
+        self.quiet = 0.0
+        self.last_step = time.monotonic()
 
-    def _notice_pause(self) -> None:
-        """After a pause of the whole process, give the stream a fresh grace period.
-
-        The loop runs at least every 0.1 s; a longer gap means we were not scheduled
-        (system sleep, debugger, SIGSTOP) and the stream was paused with us, so its
-        silence so far proves nothing.
-        """
+    def _awake_step(self) -> float:
+        """Seconds since the last step, at most AWAKE_STEP (see there)."""
         now = time.monotonic()
-        if now - self.last_check > 1.0:
-            self.opened_at = now
-            self.last_block = None if self.last_block is None else now
-        self.last_check = now
+        step, self.last_step = min(now - self.last_step, AWAKE_STEP), now
+        return step
 
     def _check_stalled(self) -> None:
-        now = time.monotonic()
-        if self.last_block is None:
-            if now - self.opened_at > FIRST_BLOCK_TIMEOUT:
+        self.quiet += self._awake_step()
+        if not self.got_block:
+            if self.quiet > FIRST_BLOCK_TIMEOUT:
                 self._lose(f"no audio within {FIRST_BLOCK_TIMEOUT:g} s of opening it")
-        elif now - self.last_block > STALL_TIMEOUT:
+        elif self.quiet > STALL_TIMEOUT:
             self._lose(f"no audio for {STALL_TIMEOUT:g} s")
         elif self.src._stream is not None and not self.src._stream.active:
             self._lose("the stream stopped")
 
     def _lose(self, reason: str) -> None:
-        """Close the dead stream, deliver what it gave us, and schedule reopening."""
-        self.src._close()
-        self._drain()
-        self.next_retry = time.monotonic() + RETRY_INTERVAL
+        """Report the loss, then close the dead stream (bounded), deliver what it gave us,
+        and schedule reopening.  Reporting first: a session that ends on a lost device
+        must not wait for PortAudio to let go of it."""
         if not self.outage_reported:
             self.outage_reported = True
             self.on_error(f"Audio device '{self.src.name}' was lost ({reason}). Check that it "
                           f"is plugged in; retrying every {RETRY_INTERVAL:g} s (a device "
                           f"plugged back in that does not return needs an app restart), "
                           f"or {_FIX}.")
+        self.src._close()
+        self._drain()
+        self.next_retry = time.monotonic() + RETRY_INTERVAL
 
     def _drain(self) -> None:
         if self.converter is not None:
@@ -439,9 +531,11 @@ class _Worker:
 
     def _block(self, arrival: float, data: npt.NDArray[np.float32]) -> None:
         assert self.converter is not None and self.src.rate is not None
-        if self.last_block is None:
+        if not self.got_block:
             self._place(arrival - len(data) / self.src.rate)
-        self.last_block = arrival
+        self.got_block = True
+        self.quiet = 0.0
+        self.last_step = time.monotonic()
         self._deliver(self.chunker.push(self.converter.process(data)))
 
     def _place(self, first_sample: float) -> None:
