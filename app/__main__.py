@@ -1,3 +1,3 @@
-from app.cli import main
+from app.cli import exit_process, main
 
-raise SystemExit(main())
+exit_process(main())

@@ -25,7 +25,7 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 from types import FrameType
-from typing import IO, TYPE_CHECKING
+from typing import IO, TYPE_CHECKING, NoReturn
 
 from app import __version__
 from app.config import ConfigProblem, Settings, load_settings
@@ -38,6 +38,21 @@ EXIT_OK, EXIT_FAILED, EXIT_CONFIG, EXIT_UNANSWERED = 0, 1, 2, 3
 EXIT_INTERRUPTED, EXIT_TERMINATED = 130, 143
 
 DEMO_AUDIO = Path(__file__).resolve().parent.parent / "assets" / "demo.wav"
+
+
+def exit_process(code: int) -> NoReturn:
+    """End the process once :func:`main` has returned: everything is saved by then.
+
+    The interpreter's own teardown is skipped on purpose: it would terminate PortAudio,
+    which waits forever on a stream wedged by a dead sound server, and free the speech and
+    words models, which takes seconds on a busy machine: a run whose device died must end
+    within a few seconds of the loss, not whenever the native libraries let go.
+    """
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    logging.shutdown()
+    os._exit(code)
 
 
 def main(argv: list[str] | None = None) -> int:
