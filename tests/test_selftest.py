@@ -107,7 +107,8 @@ def test_llm_check_skips_when_not_installed(monkeypatch: pytest.MonkeyPatch) -> 
 
 def test_llama_server_command(monkeypatch: pytest.MonkeyPatch) -> None:
     args = ["--model", "m.gguf", "--port", "1"]
-    assert bundle_server.llama_server_command(args) == [sys.executable, "-m", "llama_cpp.server", *args]
+    # From source through this module, so the child watches its parent (app.llm.child_guard).
+    assert bundle_server.llama_server_command(args) == [sys.executable, "-m", "app.llm.bundle_server", *args]
     monkeypatch.setattr(sys, "frozen", True, raising=False)
     assert bundle_server.llama_server_command(args) == [sys.executable, "--run-llama-server", *args]
     assert bundle_server.server_args(["--run-llama-server", *args]) == args

@@ -1,6 +1,8 @@
 """Running llama.cpp's OpenAI-compatible server from a frozen (PyInstaller) bundle.
 
-From a Python install the local LLM is started as ``python -m llama_cpp.server …``.  A
+From a Python install the local LLM is started as ``python -m app.llm.bundle_server …``
+(this module, which runs llama_cpp.server's ``main()`` after :func:`app.llm.child_guard.
+watch_parent` has tied it to the app's life).  A
 frozen app has no interpreter to pass ``-m`` to: ``sys.executable`` *is* the app.  So the
 bundle's own executable takes a hidden first argument, ``--run-llama-server``, followed
 by the usual ``llama_cpp.server`` arguments, and runs that server's ``main()`` in the
@@ -33,12 +35,12 @@ def is_frozen() -> bool:
 def llama_server_command(args: Sequence[str]) -> list[str]:
     """The command line that starts ``llama_cpp.server`` with ``args``.
 
-    From source: ``[python, -m, llama_cpp.server, *args]``; in a frozen bundle:
-    ``[bundle executable, --run-llama-server, *args]``.
+    From source: ``[python, -m, app.llm.bundle_server, *args]``; in a frozen bundle:
+    ``[bundle executable, --run-llama-server, *args]``.  Both run :func:`run_server`.
     """
     if is_frozen():
         return [sys.executable, RUN_FLAG, *args]
-    return [sys.executable, "-m", MODULE, *args]
+    return [sys.executable, "-m", __name__ if __name__ != "__main__" else "app.llm.bundle_server", *args]
 
 
 def server_args(argv: Sequence[str]) -> list[str] | None:
@@ -53,8 +55,12 @@ def server_args(argv: Sequence[str]) -> list[str] | None:
 
 def run_server(args: Sequence[str]) -> int:
     """Run ``llama_cpp.server``'s ``main()`` in this process with ``args``; blocks until
-    the server exits (SIGTERM from :class:`app.llm.local_server.LocalServer`)."""
+    the server exits (SIGTERM from :class:`app.llm.local_server.LocalServer`), or the app that
+    started it ends (:func:`app.llm.child_guard.watch_parent`)."""
+    from app.llm.child_guard import watch_parent
+
     _ensure_std_streams()
+    watch_parent()
     try:
         from llama_cpp.server.__main__ import main
     except ImportError as exc:
@@ -76,3 +82,7 @@ def _ensure_std_streams() -> None:
         sys.stdout = open(os.devnull, "w", encoding="utf-8")  # noqa: SIM115 - process lifetime
     if sys.stderr is None:
         sys.stderr = open(os.devnull, "w", encoding="utf-8")  # noqa: SIM115 - process lifetime
+
+
+if __name__ == "__main__":
+    sys.exit(run_server(sys.argv[1:]))

@@ -33,6 +33,7 @@ import httpx2
 from app.bundled import GGUF_NAME, cpu_problem, fast_model, llama_cpp_installed
 from app.cores import server_threads
 from app.llm.bundle_server import llama_server_command
+from app.llm.child_guard import spawn
 from app.llm.errors import LlmError
 
 MODEL_ALIAS = "smollm2-135m-instruct"
@@ -58,7 +59,7 @@ def _free_port() -> int:
 
 
 class LocalServer:
-    """Starts and stops ``python -m llama_cpp.server`` on a free loopback port."""
+    """Starts and stops llama.cpp's server (``llama_cpp.server``) on a free loopback port."""
 
     def __init__(
         self,
@@ -122,13 +123,8 @@ class LocalServer:
             "--interrupt_requests", "False",
             "--verbose", "False",
         ])  # fmt: skip
-        proc = self._proc = subprocess.Popen(
-            cmd,
-            stdin=subprocess.DEVNULL,
-            stdout=self._log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,  # Ctrl+C in a terminal reaches the app, which stops us
-        )
+        # Tied to the app's life: a killed app leaves no server (app.llm.child_guard).
+        proc = self._proc = spawn(cmd, stdin=subprocess.DEVNULL, stdout=self._log, stderr=subprocess.STDOUT)
         atexit.register(self.stop)
         self.base_url = f"http://127.0.0.1:{port}/v1"
         deadline = time.monotonic() + timeout
