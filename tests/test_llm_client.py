@@ -341,6 +341,31 @@ async def test_cancel_before_headers_closes_the_request() -> None:
             await client.aclose()
 
 
+async def test_a_cancel_while_the_losing_request_closes_still_cancels(server: FakeServer) -> None:
+    """The race closes the stalled request once the hedge wins; a cancel of the caller that
+    lands while it waits for that close must end the answer, not be swallowed with the
+    loser's own cancel."""
+    client = LlmClient(server.base_url, KEY, MODEL, first_token_timeout=0.3, rewarm_idle_s=None)
+    try:
+        await client.start()
+        server.faults.append(Fault("hang"))  # the first request never answers: a hedge goes out
+        caller = asyncio.create_task(collect(client, "Hedge and cancel?"))
+
+        def racer(name: str) -> asyncio.Task[Any] | None:
+            return next((t for t in asyncio.all_tasks() if t.get_name() == name), None)
+
+        assert await wait_until(lambda: racer("llm-hedge") is not None, timeout=30)
+        loser = racer("llm-request")
+        assert loser is not None and not loser.done()
+        # Runs when the race has cancelled the loser, before the race resumes from awaiting it.
+        loser.add_done_callback(lambda _: caller.cancel())
+        with pytest.raises(asyncio.CancelledError):
+            await caller
+        assert server.wait_for(lambda s: all(r.cancelled or r.finished for r in s.chat_requests()))
+    finally:
+        await client.aclose()
+
+
 # --- failures --------------------------------------------------------------------------
 
 
