@@ -171,3 +171,9 @@ def test_the_script_exits_nonzero_on_a_wrong_tag_and_zero_on_this_repository() -
     assert ok.returncode == 0, ok.stderr
     bad = subprocess.run([sys.executable, script, "v999.0.0"], capture_output=True, text=True)
     assert bad.returncode == 1 and f"must be 'v{version}'" in bad.stderr
+
+
+def test_shell_scripts_keep_lf_on_the_windows_runner() -> None:
+    """Git Bash on windows-latest runs packaging/*.sh; a CRLF checkout would break them."""
+    attributes = (ROOT / ".gitattributes").read_text(encoding="utf-8").split()
+    assert "*.sh" in attributes and "eol=lf" in attributes
