@@ -292,21 +292,24 @@ def test_words_called_finished_before_the_pause_are_guessed_when_the_voice_stops
 
 
 def test_the_pass_that_hears_the_pause_confirms_the_guess_or_replaces_it() -> None:
-    cfg = TurnConfig()
+    cfg = TurnConfig(speculate_ahead_ms=FRAME_MS)  # guessed when the VAD calls the pause
+    guessed = 2.0 + _first_tick(cfg.speculate_ahead_ms)
+    landed = 2.0 + _first_tick(cfg.speculate_min_pause_ms)  # the pass that heard it all
+    assert guessed < landed < 2.0 + cfg.endpoint_complete_ms / 1000
     # the same words again: one guess, no second request
     ep = started(cfg)
     ep.expect_words(True)
     _heard_before_the_pause(ep, FINISHED)
-    assert [d for _, d in _ticks(ep, 2.06)] == [Speculate(1, WHOLE, "question")]
-    assert ep.partial(1, WHOLE, "", 2.09, 2.2) == []
+    assert [d for _, d in _ticks(ep, guessed)] == [Speculate(1, WHOLE, "question")]
+    assert ep.partial(1, WHOLE, "", 2.09, landed) == []
     # more words: they are guessed in turn (the answer engine cancels the first guess)
     ep = started(cfg)
     ep.expect_words(True)
     _heard_before_the_pause(ep, FINISHED)
-    _ticks(ep, 2.06)
+    _ticks(ep, guessed)
     longer = "Why are you interested in this role at our company?"
-    assert ep.partial(1, longer, "", 2.09, 2.2) == []  # its own verdict first
-    assert ep.eot(1, longer, 2.09, 2.22, words_logp=FINISHED) == [Speculate(1, longer, "question")]
+    assert ep.partial(1, longer, "", 2.09, landed) == []  # its own verdict first
+    assert ep.eot(1, longer, 2.09, landed, words_logp=FINISHED) == [Speculate(1, longer, "question")]
 
 
 def test_words_the_model_is_unsure_of_wait_for_the_pass_that_hears_the_pause() -> None:
