@@ -221,3 +221,26 @@ def test_a_refused_job_step_is_an_oserror_with_the_windows_error(step: str) -> N
     kernel32 = FakeKernel32(fail=step)
     with pytest.raises(OSError, match="error 5"):
         child_guard.KillOnCloseJob(kernel32).assign(0xBEEF)
+
+
+class FakePopen:
+    def __init__(self, cmd: list[str], **kwargs: Any) -> None:
+        self.cmd, self.kwargs = cmd, kwargs
+        self._handle = 77
+
+
+@pytest.mark.parametrize("refused", [False, True])
+def test_on_windows_every_server_goes_into_the_kill_on_close_job(
+        monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture, refused: bool) -> None:
+    kernel32 = FakeKernel32(fail="assign" if refused else "")
+    monkeypatch.setattr(child_guard, "_job", child_guard.KillOnCloseJob(kernel32))
+    monkeypatch.setattr(child_guard.subprocess, "Popen", FakePopen)
+    monkeypatch.setattr(sys, "platform", "win32")
+    proc: Any = child_guard.spawn(["server.exe", "--port", "1"], stdout=None)
+    assert proc.cmd == ["server.exe", "--port", "1"]
+    assert proc.kwargs["creationflags"] & child_guard.CREATE_NEW_PROCESS_GROUP
+    assert "start_new_session" not in proc.kwargs  # meaningless on Windows
+    assert proc.kwargs["env"][child_guard.PARENT_ENV] == str(os.getpid())
+    assert kernel32.assigned == [(0x1234, 77)]
+    # A job Windows refuses (nesting not allowed) leaves a server that a normal exit still stops.
+    assert ("not tied to the app's life" in caplog.text) is refused
