@@ -10,8 +10,12 @@ the same run, alternating which goes first so a machine that slows down slows bo
 - ``compact``: what the bundled model gets now (:class:`app.prompt.builder.PromptBuilder`
   with ``compact=True``: the recalled lines as facts, the reply shape and its penalties).
 
-Both prefixes are read once before the first question, as the app does
-(``prime_cache``), so the first-token time is what a question pays.
+Each variant keeps its conversation as the engine does (``record_turn`` after each answer:
+``today`` sends up to eight earlier turns, ``compact`` none), and before each question the
+server is made to hold that variant's prefix and history (a one-token request), as it
+would in a session where only that variant ran: the first-token time is what a question
+pays with a warm cache, and a conversation that outgrows the model's context shows as an
+error.
 
 Per answer: words, bullets, whether a line repeats, and the *invented specifics*: numbers
 (digits or number words) and names (a capitalised word inside a sentence, or one with a
@@ -34,6 +38,7 @@ from typing import Any
 
 from app.config import Settings
 from app.llm.client import Delta, LlmClient
+from app.llm.errors import LlmError
 from app.llm.local_server import LocalServer
 from app.percentile import percentile
 from app.prompt.builder import PromptBuilder
@@ -93,6 +98,8 @@ class Answer:
     bullets: int
     repeated_line: bool
     invented: list[str] = field(default_factory=list)
+    error: bool = False
+    """The request failed (a conversation longer than the model's context, for one)."""
 
 
 def _builders(resume: str | None, job: str | None) -> dict[str, PromptBuilder]:
@@ -146,13 +153,22 @@ async def _run(settings: Settings, limit: int | None) -> list[Answer]:
                 for i, question in enumerate(asked):
                     order = list(builders.items()) if i % 2 == 0 else list(reversed(builders.items()))
                     for variant, builder in order:
-                        # read the prefix first, as the app does once (prime_cache)
-                        ping = [*builder.prefix_messages(), {"role": "user", "content": "ping"}]
-                        await _ask(client, ping, ReplyShape(max_tokens=1), settings)
-                        text, ttft, total = await _ask(client, builder.messages(question),
-                                                       builder.reply_shape, settings,
-                                                       builder.sampling(question))
-                        answers.append(_measure(variant, case, question, text, ttft, total, known))
+                        # the server holds this variant's conversation so far, as in a session
+                        # (one variant at a time would not be the same run; see the docstring)
+                        ping = [*builder.prefix_messages(), *builder.history_messages(),
+                                {"role": "user", "content": "ping"}]
+                        try:
+                            await _ask(client, ping, ReplyShape(max_tokens=1), settings)
+                            text, ttft, total = await _ask(client, builder.messages(question),
+                                                           builder.reply_shape, settings,
+                                                           builder.sampling(question))
+                        except LlmError as exc:
+                            text, ttft, total = "", None, 0.0
+                            print(f"[{variant:7}] {question[:50]!r}: ERROR {exc}", flush=True)
+                        answer = _measure(variant, case, question, text, ttft, total, known)
+                        answer.error = not text
+                        answers.append(answer)
+                        builder.record_turn(question, text, key=i)  # what the engine does
                         print(f"[{variant:7}] {question[:50]!r}: {' / '.join(text.split(chr(10)))[:150]}",
                               flush=True)
         finally:
@@ -170,6 +186,7 @@ def summarise(answers: list[Answer]) -> dict[str, dict[str, float | int | None]]
         words = [a.words for a in mine]
         out[variant] = {
             "answers": len(mine),
+            "errors": sum(a.error for a in mine),
             "with_invented": sum(bool(a.invented) for a in mine),
             "invented_specifics": sum(len(a.invented) for a in mine),
             "over_60_words": sum(w >= 60 for w in words),
