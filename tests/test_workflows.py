@@ -177,3 +177,32 @@ def test_shell_scripts_keep_lf_on_the_windows_runner() -> None:
     """Git Bash on windows-latest runs packaging/*.sh; a CRLF checkout would break them."""
     attributes = (ROOT / ".gitattributes").read_text(encoding="utf-8").split()
     assert "*.sh" in attributes and "eol=lf" in attributes
+
+
+# --- the llama-cpp-python wheel CI caches ---------------------------------------------------------
+
+
+def pinned_llama_version() -> str:
+    text = (ROOT / "packaging" / "llama-cpp-python.txt").read_text(encoding="utf-8")
+    match = re.search(r"^llama-cpp-python==(\S+)$", text, re.MULTILINE)
+    assert match is not None
+    return match.group(1)
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="bash")
+def test_a_cached_wheel_of_the_pinned_version_is_reused_not_compiled(tmp_path: Path) -> None:
+    wheel = tmp_path / f"llama_cpp_python-{pinned_llama_version()}-cp311-cp311-linux_x86_64.whl"
+    wheel.write_bytes(b"cached")
+    out = subprocess.run(["bash", str(ROOT / "packaging" / "llama_wheel.sh"), str(tmp_path)],
+                         capture_output=True, text=True, env={"PATH": "/usr/bin:/bin", "PYTHON": "false"})
+    assert out.returncode == 0, out.stderr
+    assert f"reusing {wheel}" in out.stdout  # PYTHON=false: any attempt to compile would fail
+
+
+def test_every_build_compiles_llama_cpp_for_the_same_cpus() -> None:
+    """app/bundled.py's CPU check lists what -DGGML_NATIVE=OFF compiles in; the test run and
+    the packaged build must both use exactly that flag."""
+    wheel_script = (ROOT / "packaging" / "llama_wheel.sh").read_text(encoding="utf-8")
+    assert 'CMAKE_ARGS="${CMAKE_ARGS:--DGGML_NATIVE=OFF}"' in wheel_script
+    assert 'CMAKE_ARGS="-DGGML_NATIVE=OFF"' in (ROOT / "tests" / "run.sh").read_text(encoding="utf-8")
+    assert "llama_wheel.sh" in (ROOT / "packaging" / "install_deps.sh").read_text(encoding="utf-8")
