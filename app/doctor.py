@@ -538,9 +538,13 @@ def _resolve_target(opts: DoctorOptions, settings: Any) -> tuple[Target | None, 
         return Target(endpoint.base_url, endpoint.api_key, endpoint.model), None, ""
     if not opts.local:
         return None, None, "no endpoint configured (pass --base-url/--api-key or set OPENAI_BASE_URL)"
-    from app.bundled import find_bundled_model
+    from app.bundled import cpu_problem, find_bundled_model
     from app.llm.local_server import LocalServer, llama_cpp_available
 
+    cpu = cpu_problem()
+    if cpu is not None:
+        return None, None, (f"no endpoint configured, and {cpu}: pass --base-url/--api-key or set "
+                            "OPENAI_BASE_URL")
     if not (llama_cpp_available() and find_bundled_model() is not None):
         return None, None, ("no endpoint configured and the embedded local LLM is not installed: pass "
                             "--base-url/--api-key, set OPENAI_BASE_URL/OPENAI_API_KEY, or "

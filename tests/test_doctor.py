@@ -148,6 +148,22 @@ def test_no_endpoint_and_no_local_is_a_skip_with_a_note(monkeypatch: pytest.Monk
     assert "--base-url" in check(report, "endpoint")["detail"]
 
 
+def test_no_endpoint_on_a_cpu_llama_cpp_cannot_run_says_so(monkeypatch: pytest.MonkeyPatch,
+                                                           isolated_dirs: object) -> None:
+    from app import bundled
+
+    for name in ("OPENAI_BASE_URL", "OPENAI_API_KEY", "COPILOT_MODEL", bundled.SKIP_CPU_CHECK_ENV):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setattr("app.llm.endpoint.get_api_key", lambda url, explicit=None: explicit)
+    monkeypatch.setattr(bundled, "cpu_flags", lambda: frozenset({"sse3", "ssse3", "sse4_2", "avx"}))
+    monkeypatch.setattr(bundled, "machine", lambda: "x86_64")
+    out = io.StringIO()
+    rc = run_doctor(["--json", "--skip", "audio,asr"], out=out)  # the local LLM allowed, not started
+    report = json.loads(out.getvalue())
+    assert rc == 0 and statuses(report) == {"endpoint": "skip"}
+    assert "processor lacks AVX2" in check(report, "endpoint")["detail"]
+
+
 def test_text_output_has_fixes(server: FakeServer) -> None:
     out = io.StringIO()
     rc = run_doctor(["--skip", "audio,asr", "--base-url", server.base_url, "--api-key", "bad-key-000",
