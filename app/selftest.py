@@ -284,7 +284,8 @@ def check_smart_turn() -> str:
     from app.turns.sound import SmartTurn, SoundUnavailable, find_model
 
     if find_model() is None:
-        raise Skipped("Smart Turn is not installed (pipecat-ai): the words model and rules decide")
+        raise Skipped("Smart Turn is not installed (the [smart-turn] extra, pipecat-ai): the words model "
+                      "and the rules decide")
     try:
         p = SmartTurn(threads=1).p_end(_clip())
     except SoundUnavailable as exc:

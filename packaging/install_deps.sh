@@ -38,7 +38,7 @@ if [[ -x .venv/bin/python ]]; then VPY=.venv/bin/python; else VPY=.venv/Scripts/
 # llama-cpp-python is a default dependency (the end-of-turn words model); [local] adds its server.
 WHEELS="${IC_WHEEL_DIR:-$ROOT/build/wheels}"
 PYTHON="$VPY" bash packaging/llama_wheel.sh "$WHEELS"
-extras="zh"
+extras="zh,smart-turn"  # what the installers ship: Chinese, and Smart Turn's ONNX (off by default)
 [[ "${IC_BUNDLE_LLM:-1}" != 0 ]] && extras="local,$extras"
 [[ "${1:-}" == "--dev" ]] && extras="$extras,dev"
 "$VPY" -m pip install --find-links "$WHEELS" -c packaging/llama-cpp-python.txt ".[$extras]" \
