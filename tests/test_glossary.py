@@ -104,7 +104,7 @@ def test_chinese_names_set_apart_are_candidates() -> None:
 
 def test_prompt_text_lists_the_terms() -> None:
     assert prompt_text(["CockroachDB", "ArgoCD"]) == "CockroachDB, ArgoCD."
-    assert prompt_text(["星澜支付", "ArgoCD"], chinese=True) == "星澜支付、ArgoCD。"
+    assert prompt_text(["星澜支付", "ArgoCD"], chinese=True) == "星澜支付、ArgoCD，"  # one sentence
     assert prompt_text([]) == ""
 
 

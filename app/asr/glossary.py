@@ -193,7 +193,10 @@ def _count(found: dict[str, _Candidate], term: str, at: int, *, opening_only: bo
 
 def prompt_text(terms: list[str], *, chinese: bool = False) -> str:
     """The terms as the text Whisper is prompted with: a plain list, the way a transcript
-    would name them ("CockroachDB, ArgoCD, Kubernetes."), "、" between Chinese ones."""
+    would name them ("CockroachDB, ArgoCD, Kubernetes.").  In Chinese "、" between them and
+    "，" after, so the script prompt that follows closes the one sentence: a list closed
+    with its own "。" made Whisper end more questions with "。" instead of "？" (dev-zh:
+    "？" endings 11 of 16 without terms, 9 with "。", 12 with "，"; CER 4.8 %, 5.2 %, 4.8 %)."""
     if not terms:
         return ""
-    return ("、".join(terms) + "。") if chinese else (", ".join(terms) + ".")
+    return ("、".join(terms) + "，") if chinese else (", ".join(terms) + ".")
