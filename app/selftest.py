@@ -26,6 +26,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import NoReturn
 
 import numpy as np
 import numpy.typing as npt
@@ -252,12 +253,21 @@ def check_opencc() -> str:
 
     traditional, simplified = ScriptConverter("traditional"), ScriptConverter("simplified")
     if not traditional.available:
-        raise Skipped("OpenCC is not installed (the [zh] extra): Chinese captions keep Whisper's script")
+        _absent("OpenCC is not installed (the [zh] extra): Chinese captions keep Whisper's script")
     out = (traditional.convert("汉语识别"), simplified.convert("漢語識別"))
     if out != ("漢語識別", "汉语识别"):
         raise CheckFailed(f"OpenCC converted 汉语识别/漢語識別 to {out[0]}/{out[1]}",
                           "OpenCC's dictionaries are missing from the install: reinstall the app")
     return "simplified -> traditional -> simplified: 汉语识别 / 漢語識別"
+
+
+def _absent(what: str) -> NoReturn:
+    """An optional part missing: a skip from a source install without its extra, a failure in
+    a bundle, whose spec always ships it (packaging/interview-copilot.spec)."""
+    if getattr(sys, "frozen", False):
+        raise CheckFailed(what.split(" (")[0] + " in this build",
+                          "the bundle is incomplete: reinstall the app")
+    raise Skipped(what)
 
 
 def check_zh_model() -> str:
@@ -269,7 +279,7 @@ def check_zh_model() -> str:
 
     packages = {part.module for pinned in FILES.values() for part in pinned.sources}
     if all(importlib.util.find_spec(m) is None for m in packages):
-        raise Skipped("the multilingual model is not installed (the [zh] extra): English only")
+        _absent("the multilingual model is not installed (the [zh] extra): English only")
     with tempfile.TemporaryDirectory(prefix="ic-selftest-") as tmp:
         try:
             folder = ensure_multilingual_model(Path(tmp))  # the first-use path, hashes checked

@@ -191,3 +191,13 @@ def test_about_text_lists_versions_and_licences() -> None:
     if versions["llama-cpp-python"] != "not bundled":
         assert "SmolLM2-135M-Instruct" in text and "Apache-2.0" in text
     assert "Smart Turn v3.2 (end of turn, optional): Daily (pipecat), BSD-2-Clause licence" in text
+
+
+def test_optional_parts_skip_from_source_but_fail_in_a_bundle(monkeypatch: pytest.MonkeyPatch) -> None:
+    from app.asr import script
+
+    monkeypatch.setattr(script.ScriptConverter, "available", property(lambda self: False))
+    assert run_check("opencc", selftest.check_opencc).status == "skip"
+    monkeypatch.setattr(sys, "frozen", True, raising=False)
+    frozen = run_check("opencc", selftest.check_opencc)
+    assert frozen.status == "fail" and "OpenCC is not installed in this build" in frozen.detail
