@@ -100,6 +100,8 @@ class Answer:
     invented: list[str] = field(default_factory=list)
     error: bool = False
     """The request failed (a conversation longer than the model's context, for one)."""
+    echoes_previous: bool = False
+    """Its first line is the previous answer's: the model copied its history."""
 
 
 def _builders(resume: str | None, job: str | None) -> dict[str, PromptBuilder]:
@@ -114,7 +116,7 @@ async def _ask(client: LlmClient, messages: list[dict[str, str]], shape: ReplySh
     parts: list[str] = []
     stream = shape.wrap(client.stream_chat(
         messages, max_tokens=shape.tokens(settings.llm.max_tokens),
-        temperature=settings.llm.temperature, extra=extra, extra_requests=0))
+        temperature=settings.llm.temperature, extra=extra, extra_requests=1))  # as a final's
     async with contextlib.aclosing(stream):
         async for item in stream:
             if isinstance(item, Delta) and item.text:
@@ -167,6 +169,10 @@ async def _run(settings: Settings, limit: int | None) -> list[Answer]:
                             print(f"[{variant:7}] {question[:50]!r}: ERROR {exc}", flush=True)
                         answer = _measure(variant, case, question, text, ttft, total, known)
                         answer.error = not text
+                        previous = next((a for a in reversed(answers) if a.variant == variant), None)
+                        answer.echoes_previous = bool(
+                            text.strip() and previous is not None and previous.text
+                            and text.strip().splitlines()[0] == previous.text.splitlines()[0])
                         answers.append(answer)
                         builder.record_turn(question, text, key=i)  # what the engine does
                         print(f"[{variant:7}] {question[:50]!r}: {' / '.join(text.split(chr(10)))[:150]}",
@@ -194,6 +200,7 @@ def summarise(answers: list[Answer]) -> dict[str, dict[str, float | int | None]]
             "words_max": max(words) if words else None,
             "bullets_max": max(a.bullets for a in mine) if mine else None,
             "repeated_line": sum(a.repeated_line for a in mine),
+            "echoes_previous": sum(a.echoes_previous for a in mine),
             "ttft_median_s": _round(percentile(ttfts, 0.5)),
             "ttft_p95_s": _round(percentile(ttfts, 0.95)),
         }
