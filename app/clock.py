@@ -5,6 +5,17 @@ from __future__ import annotations
 import time
 
 
+class Deadline:
+    """One point in time that several waits share: each gets what is left of it, so a
+    shutdown of five threads waits as long as its slowest, not as long as their sum."""
+
+    def __init__(self, seconds: float) -> None:
+        self._at = time.monotonic() + seconds
+
+    def left(self) -> float:
+        return max(0.0, self._at - time.monotonic())
+
+
 class SessionClock:
     """Monotonic time since the first audio sample, scaled by the replay speed.
 

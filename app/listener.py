@@ -41,7 +41,7 @@ from app.asr.worker import DecodeWorker
 from app.audio.echo import UTTERANCE_ECHO_SHARE, EchoGate
 from app.audio.frames import AudioFrame, AudioSource
 from app.audio.level import LevelMeter
-from app.clock import SessionClock
+from app.clock import Deadline, SessionClock
 from app.config import Settings
 from app.events import (
     EndpointEvent,
@@ -169,12 +169,19 @@ class Listener:
         self._recognizer.start()
         self._source.start(self._on_frame, self._on_source_error, self._on_source_warning)
 
-    def stop(self) -> None:
+    def stop(self, timeout: float = 5.0) -> None:
+        """Stop capture, recognition and scoring together, and wait for them ``timeout`` s
+        in all: each is asked first, so a pass or a score still running overlaps the
+        device's close instead of queueing behind it."""
         self._running = False
-        self._source.stop()
-        self._recognizer.stop()
+        deadline = Deadline(timeout)
+        self._source.stop(0)
         if self._signals is not None:
-            self._signals.stop()
+            self._signals.stop(0)
+        self._recognizer.stop(deadline.left())
+        if self._signals is not None:
+            self._signals.stop(deadline.left())
+        self._source.stop(deadline.left())
 
     def finish(self, timeout: float = 60.0) -> bool:
         """After a file has played: end the open turn and wait until its final is out."""

@@ -29,7 +29,7 @@ from app.asr.glossary import pick_terms
 from app.asr.worker import DecodeWorker
 from app.audio import AudioError, AudioSource, FileSource, open_source, source_from_config
 from app.audio.echo import HEADPHONES_HINT, EchoGate
-from app.clock import SessionClock
+from app.clock import Deadline, SessionClock
 from app.config import Settings
 from app.events import ErrorEvent, EventBus, SessionState, SessionStateEvent, StatusEvent
 from app.listener import Listener, ListenerOptions
@@ -44,6 +44,13 @@ from app.redact import display_url
 from app.turns.signals import TurnSignals
 
 FailureKind = Literal["config", "runtime"]
+
+LISTENER_STOP_S = 5.0
+"""What Stop waits for the listening half in all: a pass or a score on a busy machine
+finishes well within it, so the captions end with the last words heard."""
+QUIT_LISTENING_S = 1.5
+"""What quitting waits for the listening half: noticing a lost device takes up to ~2.5 s
+(see app/audio/device.py), and a run whose device died must be over within 5 s of it."""
 
 
 class Controller(Protocol):
@@ -159,30 +166,38 @@ class Session:
 
     def stop(self) -> None:
         """Stop listening (also while starting); answers in flight finish."""
+        self._stop(LISTENER_STOP_S)
+
+    def _stop(self, timeout: float) -> None:
         with self._lock:
             if self._state not in ("starting", "listening"):
                 return
         self._set_state("stopping")
-        self._stop_listening()
+        self._stop_listening(timeout)
         self._set_state("idle")
 
-    def _stop_listening(self) -> None:
+    def _stop_listening(self, timeout: float) -> None:
         with self._lock:
             self._cancel.set()
             listeners = [self._listener, self._candidate]
             self._listener = self._candidate = None
+        deadline = Deadline(timeout)
         for listener in listeners:
             if listener is not None:
-                listener.stop()
+                listener.stop(deadline.left())
 
     def shutdown(self, timeout: float = 5.0) -> None:
-        """Stop everything before exit; idempotent, bounded, leaves no child process."""
+        """Stop everything before exit; idempotent, bounded, leaves no child process.
+
+        The listening half gets :data:`QUIT_LISTENING_S` of it: its threads are daemons,
+        so a pass still running when that is over is simply dropped.
+        """
         with self._lock:
             if self._shut:
                 return
             self._shut = True
-        self.stop()
-        self._stop_listening()  # also after a failure
+        self._stop(QUIT_LISTENING_S)
+        self._stop_listening(QUIT_LISTENING_S)  # also after a failure
         self._stop_local_server()  # unblocks a start-up still waiting for it
         if self._engine is not None:
             self._engine.stop(timeout)

@@ -28,6 +28,7 @@ import pytest
 from app.audio import AudioError
 from app.audio.device import pulse_source_of
 from app.audio.frames import FRAME_SAMPLES, SAMPLE_RATE
+from devtools.pulse import PulseDaemon
 from tests.speech import have_espeak, read_wav, synth
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -40,77 +41,7 @@ needs_pulse = pytest.mark.skipif(
 needs_espeak = pytest.mark.skipif(not have_espeak(), reason="espeak-ng is not installed")
 
 
-# --- the private daemon ----------------------------------------------------------------
-
-
-class PulseDaemon:
-    """A user-mode pulseaudio with a decoy sink (the default) and ``vsink``.
-
-    The decoy is the default source, so hearing speech on ``vsink.monitor`` proves that
-    PULSE_SOURCE reached the ALSA plugin rather than the default being used.
-    """
-
-    def __init__(self, runtime: Path) -> None:
-        self.runtime = runtime
-        client_conf = runtime / "client.conf"
-        client_conf.write_text("autospawn = no\n")  # a killed daemon must stay dead
-        self.env = {**os.environ, "XDG_RUNTIME_DIR": str(runtime), "HOME": str(runtime),
-                    "PULSE_CLIENTCONFIG": str(client_conf)}
-        for key in ("PULSE_SERVER", "PULSE_SOURCE", "PULSE_SINK"):
-            self.env.pop(key, None)
-
-    @property
-    def pid_file(self) -> Path:
-        return self.runtime / "pulse" / "pid"
-
-    def start(self) -> None:
-        subprocess.run(
-            ["pulseaudio", "-n", "--daemonize=yes", "--system=false", "--disallow-exit",
-             "--exit-idle-time=-1", "--disable-shm=yes", "--log-target=stderr",
-             "--load=module-native-protocol-unix",
-             "--load=module-null-sink sink_name=decoy",
-             "--load=module-null-sink sink_name=vsink"],
-            env=self.env, check=True, timeout=15, capture_output=True,
-        )
-        self.pactl("set-default-sink", "decoy")
-        self.pactl("set-default-source", "decoy.monitor")
-
-    def pactl(self, *args: str) -> str:
-        deadline = time.monotonic() + 5
-        while True:
-            proc = subprocess.run(["pactl", *args], env=self.env, capture_output=True,
-                                  text=True, timeout=5)
-            if proc.returncode == 0 or time.monotonic() > deadline:
-                assert proc.returncode == 0, proc.stderr
-                return proc.stdout
-            time.sleep(0.1)
-
-    def kill(self) -> None:
-        """SIGKILL, like a crash or an unplugged device: no goodbye to the clients."""
-        with contextlib.suppress(FileNotFoundError, ValueError, ProcessLookupError):
-            pid = int(self.pid_file.read_text().strip())
-            os.kill(pid, signal.SIGKILL)
-            _wait_gone(pid)
-        # Stale files would make the next daemon think one is still running.
-        for stale in (self.pid_file, self.runtime / "pulse" / "native"):
-            stale.unlink(missing_ok=True)
-
-    def play(self, clip: Path, sink: str = "vsink") -> None:
-        subprocess.run(["paplay", f"--device={sink}", str(clip)], env=self.env, check=True,
-                       timeout=30)
-
-
-def _wait_gone(pid: int, timeout: float = 5.0) -> None:
-    """Gone or a zombie (in containers nobody may reap the daemonized process)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-        except (FileNotFoundError, ProcessLookupError):
-            return
-        if state in ("Z", "X"):
-            return
-        time.sleep(0.02)
+# --- the private daemon (devtools/pulse.py) -------------------------------------------
 
 
 @pytest.fixture

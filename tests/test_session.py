@@ -28,9 +28,11 @@ from app.events import (
 from app.llm.endpoint import LlmEndpoint
 from app.llm.local_server import llama_cpp_available
 from app.session import Session
+from devtools.bench.device_loss import DEVICE, lose_device
 from devtools.fake_server import FakeServer, Profile
+from devtools.load import busy_processes
 from tests.speech import synth
-from tests.test_audio_device import SPEC, PulseDaemon, needs_pulse, pulse  # noqa: F401 - the fixture
+from tests.test_audio_device import needs_pulse
 
 QUESTION = "Why are you interested in this role?"
 
@@ -133,6 +135,12 @@ def _cli(args: list[str]) -> list[str]:
     return [sys.executable, "-m", "app", *args]
 
 
+BUSY_LOOPS = 4
+"""Two per core: the load under which a lost device once went unnoticed (issue 26)."""
+WEDGED_S = 60.0
+"""A wedged PortAudio call never returns; a run that ends at all ends within seconds."""
+
+
 def _env(home: Path) -> dict[str, str]:
     ours = ("OPENAI_", "COPILOT_", "INTERVIEW_COPILOT_")
     env = {k: v for k, v in os.environ.items() if not k.startswith(ours)}
@@ -180,27 +188,20 @@ def test_kill_9_during_a_replay_keeps_every_final_already_shown(tmp_path: Path) 
 
 @pytest.mark.pulse
 @needs_pulse
-def test_headless_exits_1_soon_after_the_device_dies(pulse: PulseDaemon, tmp_path: Path) -> None:  # noqa: F811
-    env = {**_env(tmp_path), **{k: v for k, v in pulse.env.items() if k.startswith(("XDG_RUNTIME", "PULSE"))}}
-    child = subprocess.Popen(_cli(["listen", "--headless", "--device", SPEC, "--candidate-device", "off",
-                                   "--base-url", "http://127.0.0.1:9/v1", "--api-key", "x"]),
-                             env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        deadline = time.monotonic() + 30
-        saved = tmp_path / "data"
-        while time.monotonic() < deadline and not list(saved.rglob("session-*.jsonl")):
-            time.sleep(0.1)
-        session_file = next(saved.rglob("session-*.jsonl"))
-        while time.monotonic() < deadline and '"listening"' not in session_file.read_text():
-            time.sleep(0.1)
-        pulse.kill()
-        killed = time.monotonic()
-        _, err = child.communicate(timeout=20)
-    finally:
-        child.kill()
-    assert child.returncode == 1, err
-    assert time.monotonic() - killed < 5
-    assert SPEC in err and "Traceback" not in err and "session saved" in err
+def test_a_device_lost_on_a_busy_machine_ends_the_headless_run(tmp_path: Path) -> None:
+    """The sound server dies while the voice is heard and every core is busy: the run
+    ends (exit 1), names the device, and the session on disk ends with the failure.
+
+    How soon is measured by ``python -m devtools.bench.device_loss`` (the promise: 5 s);
+    here the bound only tells an ended run from a wedged one, which never ends.
+    """
+    with busy_processes(BUSY_LOOPS):
+        loss = lose_device(tmp_path, give_up_s=WEDGED_S)
+    assert loss.code == 1, loss.stderr
+    assert DEVICE in loss.stderr and "was lost" in loss.stderr
+    assert "Traceback" not in loss.stderr and "session saved" in loss.stderr
+    last = json.loads(loss.session_log.splitlines()[-1])
+    assert (last["event"], last["state"]) == ("session", "failed")
 
 
 @pytest.mark.parametrize("local", [True, False])

@@ -231,8 +231,6 @@ class FileSource(ThreadedSource):
     seconds (there is no meaningful "audio now" to compare them with).
     """
 
-    _JOIN_TIMEOUT = 2.0
-
     def __init__(self, path: str | Path, clock: SessionClock, speed: float = 1.0, *,
                  channel: int | None = None) -> None:
         super().__init__()

@@ -51,7 +51,9 @@ class AudioSource(Protocol):
     def start(self, on_frame: FrameHandler, on_error: ErrorHandler,
               on_warning: ErrorHandler | None = None) -> None: ...
 
-    def stop(self) -> None: ...
+    def stop(self, timeout: float = 5.0) -> None:
+        """Stop delivering; wait up to ``timeout`` s for the thread (0: only ask)."""
+        ...
 
     def wait(self, timeout: float | None = None) -> bool:
         """Block until the source has delivered its last frame (files) or was stopped."""
@@ -69,7 +71,6 @@ class ThreadedSource:
     """
 
     name: str
-    _JOIN_TIMEOUT = 5.0
 
     def __init__(self) -> None:
         self._stop = threading.Event()
@@ -87,10 +88,10 @@ class ThreadedSource:
                                         name=f"audio:{self.name}", daemon=True)
         self._thread.start()
 
-    def stop(self) -> None:
+    def stop(self, timeout: float = 5.0) -> None:
         self._stop.set()
         if self._thread is not None and self._thread is not threading.current_thread():
-            self._thread.join(timeout=self._JOIN_TIMEOUT)
+            self._thread.join(timeout)
         self._done.set()
 
     def wait(self, timeout: float | None = None) -> bool:
