@@ -498,14 +498,16 @@ class _Worker:
         return step
 
     def _check_stalled(self) -> None:
+        """PortAudio says the stream stopped (also before its first block), or it has been
+        silent too long while we were awake to hear it."""
         self.quiet += self._awake_step()
-        if not self.got_block:
+        if self.src._stream is not None and not self.src._stream.active:
+            self._lose("the stream stopped")
+        elif not self.got_block:
             if self.quiet > FIRST_BLOCK_TIMEOUT:
                 self._lose(f"no audio within {FIRST_BLOCK_TIMEOUT:g} s of opening it")
         elif self.quiet > STALL_TIMEOUT:
             self._lose(f"no audio for {STALL_TIMEOUT:g} s")
-        elif self.src._stream is not None and not self.src._stream.active:
-            self._lose("the stream stopped")
 
     def _lose(self, reason: str) -> None:
         """Report the loss, then close the dead stream (bounded), deliver what it gave us,
