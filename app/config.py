@@ -148,14 +148,16 @@ class TurnConfig(_Section):
     called finished are guessed after ``speculate_min_pause_ms``."""
     speculate_ahead_ms: int = Field(default=250, ge=0, le=5000)
     """Words called finished before the voice stopped are guessed after this much silence
-    even when no pass has heard the pause yet (that pass confirms the guess or replaces
-    it; a lost or slow one no longer leaves a finished question to the silence wait).
-    250 ms, as ``speculate_unsure_ms``: longer than a pause between the words of a question
-    still being asked.  At 30 ms (the first unvoiced frame) or 150 ms, prefixes that are
-    whole sentences ("How do you pray?" before "…prioritize") were guessed at those
-    pauses: 1.38 / 1.21 requests per turn on dev against 1.0, 1.92 / 1.38 on dev-noisy
-    against 1.13 (one run, bench turns).  Words finished by the rules alone wait
-    ``speculate_min_pause_ms`` at least."""
+    when no pass that will hear the pause is coming (it was given up, heard no words, or
+    the voice it heard was not the last), so a finished question no longer waits the
+    silence endpoint.  250 ms, as ``speculate_unsure_ms``: longer than a pause between the
+    words of a question still being asked.  Guessing them at once (30 ms, the first
+    unvoiced frame) or at 150 ms sent prefixes that are whole sentences ("How do you
+    pray?" before "…prioritize") at those pauses: 1.38 / 1.21 requests per turn on dev
+    against 1.0, 1.92 / 1.38 on dev-noisy against 1.13; at 250 ms without waiting for a
+    pass still coming, partials that lacked the last syllable ("…simple term?"): 1.38 /
+    1.46 against 1.08 / 1.13 (bench turns, one run each).  Words finished by the rules
+    alone wait ``speculate_min_pause_ms`` at least."""
     speculate_min_question_chars: int = Field(default=30, ge=1, le=1000)
     endpoint_silence_ms: int = Field(default=800, ge=100, le=10000)
     """The turn is over after this much silence..."""

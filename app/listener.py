@@ -262,6 +262,7 @@ class Listener:
             events.append(VadEvent(t=self._clock.now(), speech=True))
         if not step.voiced:
             self._score_sound(frame.end)
+        self._endpointer.expect_pass(not self._recognizer.idle())
         decisions = self._endpointer.tick(frame.end)
         if not decisions and self._recognizer.duration() >= self._settings.asr.max_utterance_s:
             decisions = self._endpointer.force(frame.end)

@@ -9,8 +9,11 @@ interviewer keeps talking, new voiced frames arrive during every pass, so only a
 partial decoded after they fell silent (or paused) is current.  Speculating mostly on
 current partials keeps requests per turn low without waiting for any timer; the newest
 partial, current or not, is guessed at the pause when the policy calls its words
-finished (``Wait.ahead_ms``): a question whose last words were heard before the voice
-stopped does not wait for a pass that may only say them again, or may never come.
+finished (``Wait.ahead_ms``) and no pass that will hear the pause is coming (it was given
+up, heard no words, or the voice it heard was not the last): a question whose last words
+were heard before the voice stopped does not wait the silence endpoint for a pass that
+never comes.  While one is coming it is waited for: a partial decoded before the voice
+stopped often lacks the last syllable ("…simple term?" for "…terms?").
 
 How long a pause ends the turn is :mod:`app.turns.policy`'s decision, from the text and
 the end-of-turn signals; the signals are computed elsewhere (off the audio thread) and
@@ -92,11 +95,17 @@ class Endpointer:
         self._pauses: collections.deque[float] = collections.deque(maxlen=_LEARNED_PAUSES)
         """Lengths (ms) of the interviewer's latest pauses inside a question."""
         self._expect_words = False
+        self._pass_coming = False
 
     def expect_words(self, expected: bool) -> None:
         """The words model is loaded and scores current partials: until its score for the
         current text arrives, a guess waits for it (see :mod:`app.turns.policy`)."""
         self._expect_words = expected
+
+    def expect_pass(self, coming: bool) -> None:
+        """A recognition pass is running or wanted: its partial will be current, or it
+        will be the final; a guess on words heard before the pause waits for it."""
+        self._pass_coming = coming
 
     def set_language(self, language: str) -> None:
         """The text cues of ``language`` (an ``auto`` session settles it late)."""
@@ -201,7 +210,8 @@ class Endpointer:
         wait = self._wait(turn)
         decisions: list[Decision] = []
         current = turn.partial_audio_end >= turn.last_voiced_end - _EPS
-        due = wait.speculate_ms if current else wait.ahead_ms if self._guess_ahead else None
+        ahead = self._guess_ahead and not self._pass_coming
+        due = wait.speculate_ms if current else wait.ahead_ms if ahead else None
         key = self._key(turn.text)
         if turn.text and due is not None and silence * 1000 >= due and key not in turn.speculated:
             turn.speculated.add(key)

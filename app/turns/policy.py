@@ -33,13 +33,13 @@ endpoint.  A tag finishes a text by itself and never waits for the model.
 
 Those waits are for a *current* partial, one whose pass heard all the voice.  The
 listener has every partial scored as it lands, so when the voice stops the newest one
-usually has its verdict already; if it is *complete* by the words model, that exact text
-is guessed when the VAD calls the pause (``speculate_ahead_ms``), before any pass has
-heard the pause: the pause pass confirms it (the same words, a hit) or hears more (a
-new guess replaces it, or the final does).  Finished by the rules alone ("?" or a tag
-twice in a row, no model), it waits for a pause (``speculate_min_pause_ms``) first, as
-the recogniser's punctuation is a guess.  Where the words model is unsure or has not
-spoken, only a current partial is guessed, as above.
+usually has its verdict already; if it is *complete*, that exact text is guessed after
+``speculate_ahead_ms`` of silence when no pass that will hear the pause is coming (the
+endpointer's part): a finished question whose pause pass was given up, heard no words or
+heard a voice that was not the last does not wait the silence endpoint.  Finished by
+the rules alone ("?" or a tag twice in a row, no model), it waits for a pause
+(``speculate_min_pause_ms``) at least, as the recogniser's punctuation is a guess.
+Where the words model is unsure or has not spoken, only a current partial is guessed.
 """
 
 from __future__ import annotations
