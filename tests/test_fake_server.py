@@ -288,9 +288,12 @@ def test_profile_latency_is_applied() -> None:
                 headers_at = time.perf_counter() - start
                 response.read()
             times.append((headers_at, time.perf_counter() - start))
-    # First request: connect + queue before headers; then ttft + 5 gaps of 10 ms.
-    assert 0.14 < times[0][0] < 0.4 and 0.28 < times[0][1] < 0.7
-    assert 0.04 < times[1][0] < 0.1  # same connection: no connect delay
+        connections = srv.connections_accepted
+    # First request: connect + queue before headers; then ttft + 5 gaps of 10 ms.  Only
+    # lower bounds: a busy machine adds to every delay, and the bench measures them.
+    assert times[0][0] > 0.14 and times[0][1] > 0.28
+    assert times[1][0] > 0.04  # the queue again, on the same connection,
+    assert connections == 1  # the connect delay is paid once per connection
     assert set(PROFILES) >= {"instant", "relay", "local"}
     assert PROFILES["relay"].connect_delay == pytest.approx(0.230)
 

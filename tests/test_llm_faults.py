@@ -19,13 +19,16 @@ import pytest
 
 from app.llm.client import Delta, Done, LlmClient
 from app.llm.errors import LlmError
+from app.llm.hedging import FirstTokenRace
 from devtools.fake_server import FakeServer, Fault, Profile, answer_tokens
 
 KEY = "test-key"
 MODEL = "gpt-4o-mini"
 CONNECT = 0.5
 FIRST = 0.4
-SLACK = 0.6
+SLACK = 5.0
+"""Added to a time-out in upper bounds: far below the 30 s the wrong behaviour would take
+(the SDK's read time-out, a 30 s Retry-After), far above what a busy machine adds."""
 
 
 def user(question: str) -> list[dict[str, str]]:
@@ -307,14 +310,23 @@ async def test_429_twice_is_one_resend_then_an_error(server: FakeServer) -> None
         await client.aclose()
 
 
-async def test_429_without_header_uses_openai_message_hint(server: FakeServer) -> None:
+async def test_429_without_header_uses_openai_message_hint(server: FakeServer,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    waits: list[float | None] = []
+    decide = FirstTokenRace._resend_delay
+
+    def recorded(self: FirstTokenRace, exc: BaseException) -> tuple[float | None, float | None]:
+        wait, asked = decide(self, exc)
+        waits.append(wait)
+        return wait, asked
+
+    monkeypatch.setattr(FirstTokenRace, "_resend_delay", recorded)
     client = fast_client(server.base_url)
     try:
         # The default 429 body says "Please try again in 20ms." (OpenAI's wording).
         server.faults.append(Fault("status", status=429))
-        start = time.monotonic()
         _, done = await run(client, "Hint?")
-        assert done.timing.attempts == 2 and time.monotonic() - start < 0.5
+        assert done.timing.attempts == 2 and waits == [pytest.approx(0.02)]
     finally:
         await client.aclose()
 
