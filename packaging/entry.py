@@ -14,17 +14,17 @@ import multiprocessing
 import sys
 
 
-def _main() -> int:
+def _main() -> None:
     multiprocessing.freeze_support()
     from app.llm.bundle_server import run_server, server_args
 
     args = server_args(sys.argv[1:])
     if args is not None:
-        return run_server(args)
-    from app.cli import main
+        sys.exit(run_server(args))
+    from app.cli import exit_process, main
 
-    return main()
+    exit_process(main())  # as ``python -m app`` does: no teardown once all is saved
 
 
 if __name__ == "__main__":
-    sys.exit(_main())
+    _main()
