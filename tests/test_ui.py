@@ -728,6 +728,23 @@ def test_a_meter_per_speaker_the_candidates_shown_once_it_delivers(
     assert status.meter.isVisible() and status.meter.dbfs == -25.0
 
 
+def test_a_lost_device_is_an_error_banner_and_the_window_keeps_listening(
+    qtbot: QtBot, window: MainWindow, controller: FakeController
+) -> None:
+    """The window waits for the device to come back (a headless run ends instead): the
+    loss is an error banner naming the device, and the session stays where it was."""
+    from app.listener import AUDIO_ERROR
+
+    lost = ("Audio device 'pulse:vsink.monitor' was lost (the stream stopped). Check that it is "
+            "plugged in; retrying every 1 s.")
+    controller.emit_from_thread([SessionStateEvent(t=0.5, state="listening"),
+                                 ErrorEvent(t=1.0, stage=AUDIO_ERROR, message=lost)])
+    qtbot.waitUntil(lambda: bool(window.banners.banners), timeout=3000)
+    banner = window.banners.banners[0]
+    assert banner.level == "error" and "pulse:vsink.monitor" in banner.text() and "was lost" in banner.text()
+    assert not window.banners.isHidden()
+
+
 def test_echo_status_is_a_banner_suggesting_headphones(
     qtbot: QtBot, window: MainWindow, controller: FakeController
 ) -> None:
