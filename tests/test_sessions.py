@@ -8,6 +8,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -44,6 +45,9 @@ from app.sessions import (
 )
 
 ROOT = Path(__file__).resolve().parent.parent
+NEVER_S = 30.0
+"""Ends a wait for something the wrong behaviour would never do (flush before close, let
+an emit return while the disk is stuck); far above what a busy machine takes."""
 
 
 @pytest.fixture(autouse=True)
@@ -84,8 +88,9 @@ def test_log_is_written_per_event_in_the_data_dir(_data_home: Path) -> None:
     written = sum(event.name != "level" for event in _turn_events())
     for event in _turn_events():
         bus.emit(event)
-    # flushed within 200 ms by the writer thread: another reader sees the lines before close
-    deadline = time.monotonic() + 0.5
+    # flushed by the writer thread on its own (every FLUSH_INTERVAL_S): another reader sees
+    # the lines before close.  The deadline only ends a wait that would otherwise be forever.
+    deadline = time.monotonic() + NEVER_S
     while len(log.path.read_text(encoding="utf-8").splitlines()) < written and time.monotonic() < deadline:
         time.sleep(0.01)
     lines = log.path.read_text(encoding="utf-8").splitlines()
@@ -143,11 +148,15 @@ def test_session_survives_sigkill(_data_home: Path) -> None:
     try:
         assert child.stdout is not None
         path = Path(child.stdout.readline().strip())
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + NEVER_S
         emitted = 0
         while time.monotonic() < deadline and (not path.exists() or path.stat().st_size < 50_000):
             emitted = int(child.stdout.readline())
-        time.sleep(0.5)  # everything emitted up to here is older than half a second at the kill
+        # The child's writer flushes on its own (it is never closed): wait until what was
+        # emitted up to here is in the file, however slowly this machine runs it, then kill.
+        wanted = f'" w{emitted}' + "x" * 200 + '"'
+        while time.monotonic() < deadline and wanted not in path.read_text(encoding="utf-8"):
+            time.sleep(0.05)
         os.kill(child.pid, signal.SIGKILL)
     finally:
         child.wait(5)
@@ -159,21 +168,41 @@ def test_session_survives_sigkill(_data_home: Path) -> None:
     assert [s.path for s in list_sessions()] == [path]
 
 
-class _SlowStream(io.StringIO):
+class _StuckDisk(io.StringIO):
+    """A disk whose writes block until ``release`` is set; ``stuck`` says one is waiting."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.stuck = threading.Event()
+        self.release = threading.Event()
+
     def write(self, s: str) -> int:
-        time.sleep(0.05)  # a disk that stalls
+        self.stuck.set()
+        assert self.release.wait(NEVER_S)
         return super().write(s)
 
 
 def test_a_slow_disk_never_blocks_the_emitting_thread() -> None:
-    stream = _SlowStream()
-    log = EventLog(stream, close_stream=False)
-    started = time.monotonic()
-    for i in range(200):
-        log(TokenEvent(t=i, turn=1, request=1, text="w"))
-    assert time.monotonic() - started < 0.1  # 200 events queued, none waited for the disk
-    log.close(timeout=20)
-    assert len(stream.getvalue().splitlines()) == 200
+    """While the writer is stuck in a write, 200 more events are emitted and every emit
+    returns: had one waited for the disk, ``emitted`` could only be set after the release."""
+    disk = _StuckDisk()
+    log = EventLog(disk, close_stream=False)
+    try:
+        log(TokenEvent(t=0, turn=1, request=1, text="w"))
+        assert disk.stuck.wait(NEVER_S)  # the writer is inside the disk's write now
+        emitted = threading.Event()
+
+        def emit() -> None:
+            for i in range(1, 201):
+                log(TokenEvent(t=i, turn=1, request=1, text="w"))
+            emitted.set()
+
+        threading.Thread(target=emit, daemon=True).start()
+        assert emitted.wait(NEVER_S) and not disk.release.is_set()
+    finally:
+        disk.release.set()
+        log.close(timeout=NEVER_S)
+    assert len(disk.getvalue().splitlines()) == 201 and log.dropped == 0
 
 
 def test_a_full_disk_is_said_once_and_the_session_goes_on(tmp_path: Path) -> None:
