@@ -132,14 +132,14 @@ def _env(home: Path) -> dict[str, str]:
 
 
 def test_headless_with_a_missing_device_says_so_and_exits_2(tmp_path: Path) -> None:
-    started = time.monotonic()
+    """A device that does not exist ends the run at once with a usage error: it is not
+    treated as a lost device (retried every second, forever; the time-out ends that)."""
     out = subprocess.run(_cli(["listen", "--headless", "--device", "no-such-device-xyz",
                                "--base-url", "http://127.0.0.1:9/v1"]),
-                         capture_output=True, text=True, timeout=60, env=_env(tmp_path))
-    elapsed = time.monotonic() - started
+                         capture_output=True, text=True, timeout=WEDGED_S, env=_env(tmp_path))
     assert out.returncode == 2, out.stderr
-    assert "no-such-device-xyz" in out.stderr and "Traceback" not in out.stderr
-    assert elapsed < 10  # start-up (Python, Whisper) included; the failure itself is immediate
+    assert "'no-such-device-xyz' not found" in out.stderr and "--list-devices" in out.stderr
+    assert "retrying" not in out.stderr and "Traceback" not in out.stderr
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="SIGKILL")
