@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import io
 import json
 import socket
 import threading
-import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -42,11 +42,10 @@ def server() -> Iterator[FakeServer]:
         yield s
 
 
-def run_json(argv: list[str]) -> tuple[int, dict[str, Any], float]:
+def run_json(argv: list[str]) -> tuple[int, dict[str, Any]]:
     out = io.StringIO()
-    started = time.monotonic()
     rc = run_doctor(["--json", "--skip", "audio,asr", "--no-local", *argv], out=out)
-    return rc, json.loads(out.getvalue()), time.monotonic() - started
+    return rc, json.loads(out.getvalue())
 
 
 def statuses(report: dict[str, Any]) -> dict[str, str]:
@@ -61,7 +60,7 @@ def check(report: dict[str, Any], name: str) -> dict[str, Any]:
 
 
 def test_healthy_endpoint_passes(server: FakeServer) -> None:
-    rc, report, _ = run_json(["--base-url", server.base_url, "--api-key", KEY, "--model", MODEL])
+    rc, report = run_json(["--base-url", server.base_url, "--api-key", KEY, "--model", MODEL])
     assert rc == 0 and report["ok"] is True
     assert statuses(report) == {"endpoint": "pass", "request timing": "pass", "http/2": "skip",
                                 "stream buffering": "pass", "prompt cache": "pass"}
@@ -72,39 +71,44 @@ def test_healthy_endpoint_passes(server: FakeServer) -> None:
 
 
 def test_rejected_key_fails_with_fix_and_skips_the_rest(server: FakeServer) -> None:
-    rc, report, elapsed = run_json(["--base-url", server.base_url, "--api-key", "sk-wrong-999999",
-                                    "--model", MODEL])
+    """One request, rejected (401), and nothing after it: no re-send of a rejected key, no later
+    check (their requests would show on the server)."""
+    rc, report = run_json(["--base-url", server.base_url, "--api-key", "sk-wrong-999999",
+                           "--model", MODEL])
     assert rc == 1
     endpoint = check(report, "endpoint")
     assert endpoint["status"] == "fail" and endpoint["data"]["error"] == "auth"
     assert "key" in endpoint["fix"].lower()
     assert "sk-wrong-999999" not in json.dumps(report)
     assert {s for n, s in statuses(report).items() if n != "endpoint"} == {"skip"}
-    assert elapsed < 10
+    assert [(r.method, r.path, r.status) for r in server.requests()] == [("GET", "/v1/models", 401)]
 
 
 def test_unknown_model_fails(server: FakeServer) -> None:
-    rc, report, _ = run_json(["--base-url", server.base_url, "--api-key", KEY, "--model", "gpt-9"])
+    rc, report = run_json(["--base-url", server.base_url, "--api-key", KEY, "--model", "gpt-9"])
     assert rc == 1
     endpoint = check(report, "endpoint")
     assert endpoint["status"] == "fail" and "gpt-4o-mini" in endpoint["detail"]
     assert "--model" in endpoint["fix"]
 
 
-def test_dead_endpoint_fails_fast() -> None:
+def test_dead_endpoint_is_reported_as_refused() -> None:
+    """A closed port refuses at once: said as refused (a network error), not waited out
+    as an endpoint that does not answer."""
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-    rc, report, elapsed = run_json(["--base-url", f"http://127.0.0.1:{port}/v1", "--api-key", KEY])
+    rc, report = run_json(["--base-url", f"http://127.0.0.1:{port}/v1", "--api-key", KEY])
     assert rc == 1
     endpoint = check(report, "endpoint")
     assert endpoint["status"] == "fail" and "refused" in endpoint["detail"]
+    assert endpoint["data"]["error"] == "network" and "not answering" not in endpoint["detail"]
     assert "server is running" in endpoint["fix"]
-    assert elapsed < 10
 
 
 def test_silent_endpoint_does_not_hang() -> None:
-    """A server that accepts and never answers: bounded by the read time-out, not forever."""
+    """A server that accepts and never answers: one connection, one request, ended by the
+    client's own time-out (the detail names it), not by the 45 s check deadline or never."""
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
     sock.listen(16)
@@ -122,11 +126,15 @@ def test_silent_endpoint_does_not_hang() -> None:
     thread = threading.Thread(target=accept, daemon=True)
     thread.start()
     try:
-        rc, report, elapsed = run_json(["--base-url", f"http://127.0.0.1:{sock.getsockname()[1]}/v1",
-                                        "--api-key", KEY, "--timeout", "1"])
+        rc, report = run_json(["--base-url", f"http://127.0.0.1:{sock.getsockname()[1]}/v1",
+                               "--api-key", KEY, "--timeout", "1"])
     finally:
         stop.set()
-        thread.join(2)
+        thread.join()
+        sock.setblocking(False)
+        with contextlib.suppress(BlockingIOError):
+            while True:  # any connection the thread had not accepted yet is counted too
+                held.append(sock.accept()[0])
         for conn in held:
             conn.close()
         sock.close()
@@ -134,7 +142,8 @@ def test_silent_endpoint_does_not_hang() -> None:
     endpoint = check(report, "endpoint")
     assert endpoint["status"] == "fail" and endpoint["data"]["error"] == "not_answering"
     assert "is not answering" in endpoint["detail"] and endpoint["fix"]
-    assert elapsed < 8
+    assert f"within {DoctorOptions().connect_timeout_s:g} s" in endpoint["detail"]
+    assert len(held) == 1  # one attempt: not re-sent on the time-out
 
 
 def test_no_endpoint_and_no_local_is_a_skip_with_a_note(monkeypatch: pytest.MonkeyPatch,
@@ -142,7 +151,7 @@ def test_no_endpoint_and_no_local_is_a_skip_with_a_note(monkeypatch: pytest.Monk
     for name in ("OPENAI_BASE_URL", "OPENAI_API_KEY", "COPILOT_MODEL"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setattr("app.llm.endpoint.get_api_key", lambda url, explicit=None: explicit)
-    rc, report, _ = run_json([])
+    rc, report = run_json([])
     assert rc == 0
     assert statuses(report) == {"endpoint": "skip"}
     assert "--base-url" in check(report, "endpoint")["detail"]
