@@ -20,6 +20,11 @@ from devtools.fake_server import FakeServer, Fault, Profile, answer_tokens
 
 KEY = "test-key"
 MODEL = "gpt-4o-mini"
+NEVER_S = 30.0
+"""Ends a wait for something only the wrong behaviour would never do (close a stream,
+re-warm, time out a stall); far above what a busy machine takes."""
+SLOW_TOKENS = 200
+"""The slow server's answer: 10 s at 20 tokens/s, so a stream read to the end is plain."""
 
 
 def user(question: str) -> list[dict[str, str]]:
@@ -61,7 +66,7 @@ async def client(server: FakeServer) -> AsyncIterator[LlmClient]:
     await c.aclose()
 
 
-async def wait_until(predicate: Any, timeout: float = 2.0) -> bool:
+async def wait_until(predicate: Any, timeout: float = NEVER_S) -> bool:
     deadline = time.monotonic() + timeout
     while not predicate():
         if time.monotonic() > deadline:
@@ -106,7 +111,7 @@ async def test_one_connection_for_a_session_of_streams(server: FakeServer) -> No
             assert done.timing.connect is None
             assert done.usage is not None and done.usage.completion_tokens == 20
         assert server.connections_accepted == 1
-        assert server.wait_for(lambda s: all(r.finished for r in s.chat_requests()))
+        assert server.wait_for(lambda s: all(r.finished for r in s.chat_requests()), NEVER_S)
         chats = server.chat_requests()
         assert len(chats) == 6 and len({r.connection_id for r in chats}) == 1
         assert not any(r.cancelled for r in chats)
@@ -207,7 +212,7 @@ async def test_trace_timing_of_a_cold_request(server: FakeServer) -> None:
     try:
         deltas, done = await collect(client, "Cold?")
         t = done.timing
-        assert t.connect is not None and 0 < t.connect < 0.5
+        assert t.connect is not None and t.connect > 0
         assert t.tls is None  # plain http
         assert t.headers is not None and t.first_byte is not None and t.first_token is not None
         assert t.connect <= t.headers <= t.first_byte <= t.first_token <= (t.total or 0)
@@ -224,7 +229,7 @@ async def test_trace_timing_of_a_cold_request(server: FakeServer) -> None:
 
 @pytest.fixture
 def slow_server() -> Iterator[FakeServer]:
-    with FakeServer(Profile(tokens_per_s=20.0, answer_tokens=200), api_key=KEY) as srv:
+    with FakeServer(Profile(tokens_per_s=20.0, answer_tokens=SLOW_TOKENS), api_key=KEY) as srv:
         yield srv
 
 
@@ -238,7 +243,7 @@ async def cancel_after_first_token(client: LlmClient) -> float:
                 first.set()
 
     task = asyncio.create_task(consume())
-    await asyncio.wait_for(first.wait(), 2)
+    await asyncio.wait_for(first.wait(), NEVER_S)
     cancelled_at = time.monotonic()
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
@@ -289,10 +294,12 @@ async def test_cancel_closes_the_stream_and_rewarms(slow_server: FakeServer) -> 
         await client.start()
         warmed = client.warm_count
         t_cancel = await cancel_after_first_token(client)
-        assert server.wait_for(lambda s: s.chat_requests()[0].cancelled, 1.0)
+        assert server.wait_for(lambda s: s.chat_requests()[0].ended is not None, NEVER_S)
         record = server.chat_requests()[0]
-        assert record.ended is not None and record.ended - t_cancel < 0.1
-        assert record.tokens_sent < 20
+        # Closed by our cancel, not read to the end (which would send all SLOW_TOKENS).
+        assert record.cancelled and not record.finished
+        assert record.ended is not None and record.ended >= t_cancel
+        assert record.tokens_sent < SLOW_TOKENS // 2
 
         assert await wait_until(lambda: client.warm_count > warmed)
         accepted = server.connections_accepted
@@ -315,9 +322,11 @@ async def test_aclose_on_the_generator_closes_the_stream(slow_server: FakeServer
         assert isinstance(item, Delta) and item.timing is not None
         t_close = time.monotonic()
         await gen.aclose()
-        assert server.wait_for(lambda s: s.chat_requests()[0].cancelled, 1.0)
-        ended = server.chat_requests()[0].ended
-        assert ended is not None and ended - t_close < 0.1
+        assert server.wait_for(lambda s: s.chat_requests()[0].ended is not None, NEVER_S)
+        record = server.chat_requests()[0]
+        assert record.cancelled and not record.finished  # closed by us, not read to the end
+        assert record.ended is not None and record.ended >= t_close
+        assert record.tokens_sent < SLOW_TOKENS // 2
         warmed = client.warm_count
         assert await wait_until(lambda: client.warm_count > warmed)
     finally:
@@ -361,7 +370,8 @@ async def test_a_cancel_while_the_losing_request_closes_still_cancels(server: Fa
         loser.add_done_callback(lambda _: caller.cancel())
         with pytest.raises(asyncio.CancelledError):
             await caller
-        assert server.wait_for(lambda s: all(r.cancelled or r.finished for r in s.chat_requests()))
+        assert server.wait_for(lambda s: all(r.cancelled or r.finished for r in s.chat_requests()),
+                               NEVER_S)
     finally:
         await client.aclose()
 
@@ -417,19 +427,20 @@ async def test_failure_after_first_token_is_stream_cut(
 
 
 async def test_stalled_stream_times_out_instead_of_hanging(server: FakeServer) -> None:
+    """A stall keeps the socket open for ever: only the client's own read time-out ends
+    it, as a "timeout" after the tokens that came (NEVER_S ends the wrong behaviour)."""
     client = LlmClient(server.base_url, KEY, MODEL, timeout=0.4)
     try:
         await client.start()
         server.faults.append(Fault("stall", after_tokens=2))
         deltas: list[Delta] = []
-        start = time.monotonic()
         with pytest.raises(LlmError) as info:
-            async for item in client.stream_chat(user("Stall?"), max_tokens=50, temperature=0):
-                assert isinstance(item, Delta)
-                deltas.append(item)
+            async with asyncio.timeout(NEVER_S):
+                async for item in client.stream_chat(user("Stall?"), max_tokens=50, temperature=0):
+                    assert isinstance(item, Delta)
+                    deltas.append(item)
         assert info.value.kind == "timeout"
         assert len(deltas) == 2
-        assert time.monotonic() - start < 2.0
 
         server.faults.append(Fault("stall", after_tokens=0))  # before the first token
         with pytest.raises(LlmError) as info:
