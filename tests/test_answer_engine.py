@@ -134,7 +134,8 @@ def test_a_finished_guess_for_another_question_is_never_painted(server: FakeServ
     engine, rec, bus = make_engine(server)
     try:
         speculate(bus, "Tell me about your manager.")
-        rec.wait(lambda r: len(server.chat_requests()) == 1 and server.chat_requests()[0].finished)
+        assert server.wait_for(lambda s: len(s.chat_requests()) == 1 and s.chat_requests()[0].finished,
+                               timeout=30)
         final(bus, "Tell me about your biggest failure.")
         rec.wait(lambda r: bool(r.of(AnswerDoneEvent)))
         shown = rec.shown(1).lower()
@@ -364,7 +365,8 @@ def test_a_finished_guess_that_is_superseded_counts_as_wasted(server: FakeServer
     engine, rec, bus = make_engine(server)
     try:
         speculate(bus, "Tell me about a time you disagreed with your manager.")
-        rec.wait(lambda r: bool(server.chat_requests()) and server.chat_requests()[0].finished)
+        assert server.wait_for(lambda s: bool(s.chat_requests()) and s.chat_requests()[0].finished,
+                               timeout=30)
         speculate(bus, "Tell me about a time you disagreed with your manager. How did you handle it?")
         final(bus, "Tell me about a time you disagreed with your manager. How did you handle it?")
         rec.wait(lambda r: bool(r.of(TurnStatsEvent)))
