@@ -234,7 +234,11 @@ class Endpointer:
                       or self._holds_question_word(text)),
             trailing=self._trails_off(text),
             question_streak=turn.question_streak)
-        scored = turn.words_key == self._key(text)
+        # words heard before the voice stopped are not judged while a pass that will hear
+        # it all is coming: a verdict on them would end the turn on words it may not have
+        heard_all = turn.partial_audio_end >= turn.last_voiced_end - _EPS
+        waiting = self._guess_ahead and self._pass_coming and not heard_all
+        scored = turn.words_key == self._key(text) and not waiting
         words = turn.words_logp if scored else None
         sound = turn.sound_p if turn.sound_audio_end >= turn.last_voiced_end - _EPS else None
         learned = max(self._pauses) if self._cfg.learn_pauses and self._pauses else None
