@@ -206,14 +206,15 @@ COMPACT_FEW_SHOT: tuple[tuple[str, str], ...] = (
         "- Always close to production",
     ),
     (
-        "Facts: none\n\nQuestion: how do you handle a tight deadline",
-        "- In my last role I cut the scope to what mattered most\n"
-        "- I told the team about risks early\n"
-        "- We shipped the core first and the rest after",
+        "Facts: none\n\nQuestion: tell me a little about yourself",
+        "- I'm an engineer who likes solving practical problems\n"
+        "- In my last role I worked across the whole product\n"
+        "- I'm looking for a team where I keep learning",
     ),
 )
 """Three exchanges that show the shape and the honesty: facts restated in the first
-person, and no facts answered in general terms ("several years", never a figure).  They
+person, and no facts answered in general terms ("several years", never a figure; "about
+yourself" without a name: the demo, with no résumé, introduced an invented person).  They
 hold no name and no number on purpose: whatever a small model sees here it repeats, and
 anything it repeats would be invented."""
 
