@@ -13,10 +13,19 @@ from pathlib import Path
 import pytest
 
 from app.cli import main
+from app.config import LlmConfig
 from app.ui import platform_check
 from tests.speech import synth
 
 DEAD = ["--base-url", "http://127.0.0.1:9/v1", "--api-key", "x"]
+PLAYS_ON_S = 300.0
+"""Silence after the question in the interrupted runs: a run that ignored the signal would
+replay it (at speed 1) for this long."""
+EXIT_S = 60.0
+"""How long an interrupted run may take to exit: far below PLAYS_ON_S (the wrong behaviour),
+far above a busy machine's flush and save."""
+READ_TIMEOUT_S = LlmConfig().timeout_s
+"""The read time-out a hanging relay would cost per request if nothing cut it short."""
 
 
 def env_for(home: Path) -> dict[str, str]:
@@ -89,7 +98,7 @@ def test_two_runs_never_share_an_events_file(tmp_path: Path) -> None:
 @pytest.mark.parametrize(("sig", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
 def test_interrupted_runs_exit_with_their_code_and_save_the_session(sig: int, code: int,
                                                                     tmp_path: Path) -> None:
-    clip = synth("Why are you interested in this role?", tail_s=20.0)
+    clip = synth("Why are you interested in this role?", tail_s=PLAYS_ON_S)
     child = subprocess.Popen([sys.executable, "-m", "app", "listen", "--headless", "--audio", str(clip),
                               *DEAD], env=env_for(tmp_path), stdout=subprocess.PIPE,
                              stderr=subprocess.PIPE, text=True, preexec_fn=_ctrl_c_as_in_a_terminal)
@@ -97,11 +106,9 @@ def test_interrupted_runs_exit_with_their_code_and_save_the_session(sig: int, co
     for line in child.stdout:  # the question is on screen: now interrupt
         if line.startswith("Q: "):
             break
-    started = time.monotonic()
     child.send_signal(sig)
-    _, err = child.communicate(timeout=30)
+    _, err = child.communicate(timeout=EXIT_S)  # not the PLAYS_ON_S left of the replay
     assert child.returncode == code, err
-    assert time.monotonic() - started < 10
     assert "session saved" in err and "Traceback" not in err
     saved = next((tmp_path / "data").rglob("session-*.jsonl")).read_text(encoding="utf-8")
     assert '"final"' in saved
@@ -131,27 +138,30 @@ def test_the_library_probe_names_the_packages() -> None:
 
 
 def test_a_hanging_endpoint_never_delays_the_captions(tmp_path: Path) -> None:
+    """The question is on screen before the answer is given up (while the relay hangs), and
+    the relay's request (and at most one hedge) is closed at the client's first-token
+    deadline, not after a read time-out: the server's own record of it says so, so the
+    app's start-up on a busy machine does not count."""
     from devtools.fake_server import FakeServer, Profile
 
     clip = synth("Why are you interested in this role?")
     with FakeServer(Profile(hang=True)) as server:
-        started = time.monotonic()
         child = subprocess.Popen([sys.executable, "-m", "app", "listen", "--headless", "--audio", str(clip),
                                   "--base-url", server.start(), "--api-key", "sk-x"],
                                  env=env_for(tmp_path), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                  text=True)
-        assert child.stdout is not None
-        caption_at = None
-        for line in child.stdout:
-            if line.startswith("Q: "):
-                caption_at = time.monotonic() - started
-                break
-        out, err = child.communicate(timeout=60)
-    elapsed = time.monotonic() - started
-    assert caption_at is not None and caption_at < 10  # the question is shown while the relay hangs
-    assert "not answering" in out and "Traceback" not in err
-    assert child.returncode == 3
-    assert elapsed < 30  # the first-token deadline and one hedge, not a 30 s read timeout each
+        out, err = child.communicate(timeout=2 * READ_TIMEOUT_S)
+        # (the server sees the closes on its own thread, maybe just after the exit)
+        assert server.wait_for(lambda s: all(r.ended is not None for r in s.chat_requests()),
+                               READ_TIMEOUT_S)
+        chats = server.chat_requests()
+    lines = out.splitlines()
+    shown = next(i for i, line in enumerate(lines) if line.startswith("Q: "))
+    given_up = next(i for i, line in enumerate(lines) if "not answering" in line)
+    assert shown < given_up, out
+    assert "Traceback" not in err and child.returncode == 3
+    assert 1 <= len(chats) <= 2 and all(r.fault == "hang" and r.ended is not None for r in chats)
+    assert max(r.ended or 0 for r in chats) - chats[0].started < READ_TIMEOUT_S  # the wrong behaviour's least
 
 
 def test_credentials_in_the_base_url_reach_no_output_and_no_file(tmp_path: Path) -> None:
