@@ -11,8 +11,8 @@ from app.events import AnswerDoneEvent, ErrorEvent, RecallEvent, SessionStateEve
 from app.llm.endpoint import LlmEndpoint
 from app.session import Session
 from devtools.fake_server import FakeServer, Profile
+from tests.conftest import EventRecorder as Seen
 from tests.speech import synth
-from tests.test_session import Seen
 
 
 def test_an_unreadable_resume_is_named_and_the_session_goes_on(decoder: WhisperDecoder,
