@@ -21,6 +21,32 @@ from tests.speech import have_espeak
 E = TypeVar("E", bound=Event)
 
 
+SLOW_MARKS = ("pulse", "local_llm")
+"""A private PulseAudio daemon or the embedded llama.cpp server: seconds to start each."""
+SLOW_MODULES = {
+    "tests.test_bundle": "builds the PyInstaller bundle",
+    "tests.test_replay_demo": "replays the demo through the bundle",
+    "tests.test_listen": "the whole app as a subprocess, in real time",
+    "tests.test_cli_faults": "the whole app as a subprocess, per fault",
+    "tests.test_session": "sessions in real time; a device lost under four busy processes",
+    "tests.test_listener": "speech replayed in real time through the listening half",
+    "tests.test_two_voices": "two voices replayed in real time",
+    "tests.test_window_e2e": "the window driven through a whole interview",
+    "tests.test_relay": "an nginx relay in front of the test server",
+}
+"""Modules whose tests run the app end to end; the rest is the quick tier."""
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Two tiers: ``pytest -m "not slow"`` is the edit-and-test loop (no bundle, no
+    PulseAudio, no end-to-end run); ``bash tests/run.sh`` and CI run everything."""
+    for item in items:
+        module = getattr(item, "module", None)
+        if (any(item.get_closest_marker(mark) for mark in SLOW_MARKS)
+                or (module is not None and module.__name__ in SLOW_MODULES)):
+            item.add_marker(pytest.mark.slow)
+
+
 @pytest.fixture(scope="session")
 def whisper_model() -> object:
     return load_model("bundled")
