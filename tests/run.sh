@@ -4,7 +4,8 @@
 # Installs the Debian packages the tests need when missing (PortAudio, espeak-ng, a
 # private PulseAudio for the capture test, Qt's runtime libraries, Xvfb, a CJK font for the
 # Chinese captions, flite for the held-out benchmark corpus), creates .venv,
-# installs the app with its [local] and [dev] extras, checks style and types, runs pytest.
+# installs the app with its extras (the installers ship the same), checks style and types (also
+# for Windows and macOS), runs pytest. The quick tier: bash tests/run.sh -m "not slow".
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -28,7 +29,7 @@ fi
 
 [ -x .venv/bin/python ] || python3 -m venv .venv
 # llama-cpp-python builds from source; the native CPU build crashes on some CPUs.
-CMAKE_ARGS="-DGGML_NATIVE=OFF" .venv/bin/pip install -q --disable-pip-version-check -e '.[local,zh,dev,bundle,diagnostics]'
+CMAKE_ARGS="-DGGML_NATIVE=OFF" .venv/bin/pip install -q --disable-pip-version-check -e '.[local,zh,smart-turn,dev,bundle,diagnostics]'
 
 .venv/bin/ruff check app devtools tests packaging
 .venv/bin/mypy app devtools
