@@ -26,7 +26,7 @@ import numpy as np
 import pytest
 
 from app.audio import AudioError
-from app.audio.device import pulse_source_of
+from app.audio.device import STALL_TIMEOUT, pulse_source_of
 from app.audio.frames import FRAME_SAMPLES, SAMPLE_RATE
 from devtools.pulse import PulseDaemon
 from tests.speech import have_espeak, read_wav, synth
@@ -39,6 +39,12 @@ needs_pulse = pytest.mark.skipif(
     reason="pulseaudio/paplay not installed (apt-get install pulseaudio pulseaudio-utils)",
 )
 needs_espeak = pytest.mark.skipif(not have_espeak(), reason="espeak-ng is not installed")
+NEVER_S = 30.0
+"""Ends a wait for something only the wrong behaviour would never do (report a loss, come
+back); far above what a busy machine takes."""
+OUTAGE_S = 1.5
+"""How long the unplug test keeps the sound server away (at least: a busy machine only
+makes it longer)."""
 
 
 # --- the private daemon (devtools/pulse.py) -------------------------------------------
@@ -192,6 +198,12 @@ def _best_correlation(recorded: np.ndarray, clip: np.ndarray) -> float:
     return best
 
 
+def _loud_span(envelope: np.ndarray) -> int:
+    """Frames from the first to the last one above a tenth of the loudest."""
+    loud = np.flatnonzero(envelope > envelope.max() / 10)
+    return int(loud[-1] - loud[0])
+
+
 def _assert_continuous(frames: list[dict[str, Any]]) -> None:
     ts = np.array([f["t"] for f in frames])
     np.testing.assert_allclose(np.diff(ts), FRAME_SAMPLES / SAMPLE_RATE, atol=1e-9)
@@ -249,9 +261,13 @@ def test_captures_a_pulse_monitor_at_16khz_with_the_speech_in_it(pulse: PulseDae
     clip_env = _envelope(read_wav(clip))
     assert rms.max() > 500
     assert _best_correlation(rms, clip_env) > 0.9
-    # Delivered close to real time: the last frame arrived ~when its audio was captured.
+    # Session time is audio time: the clip lasts as long in the capture as in its file (to a
+    # frame at each end), however late this machine delivered the frames.
+    assert abs(_loud_span(rms) - _loud_span(clip_env)) <= 2
+    # Delivered live, as captured, not in one burst: a busy machine may deliver the first
+    # or the last frame late, but not by half the capture.
     spans = frames[-1]["at"] - frames[0]["at"]
-    assert abs(spans - (frames[-1]["t"] - frames[0]["t"])) < 0.25
+    assert spans > (frames[-1]["t"] - frames[0]["t"]) / 2
 
 
 @pytest.mark.pulse
@@ -260,28 +276,32 @@ def test_unplug_is_reported_and_capture_resumes_after_a_gap(pulse: PulseDaemon) 
     with capture(pulse) as cap:
         cap.wait_for("the stream to deliver", lambda: len(cap.frames) >= 10)
         pulse.kill()
-        killed_at = time.monotonic()
-        cap.wait_for("the error", lambda: bool(cap.errors), timeout=5)
-        assert time.monotonic() - killed_at < 3
-        time.sleep(1.5)  # the device stays away for a while; the source keeps retrying
+        cap.wait_for("the error", lambda: bool(cap.errors), timeout=NEVER_S)
+        time.sleep(OUTAGE_S)  # the device stays away for a while; the source keeps retrying
         count = len(cap.frames)
         pulse.start()
-        cap.wait_for("frames to resume", lambda: len(cap.frames) >= count + 10, timeout=10)
+        cap.wait_for("frames to resume", lambda: len(cap.frames) >= count + 10, timeout=NEVER_S)
         summary = cap.finish()
     message = cap.errors[0]
     assert SPEC in message and "retrying" in message and "--list-devices" in message
+    # Noticed by the stream stopping or by the stall watchdog, not by a wait for a first
+    # block (which a stream that had delivered is not in) or for a close to return.
+    assert ("(the stream stopped)" in message
+            or f"(no audio for {STALL_TIMEOUT:g} s)" in message), message
     assert len(cap.errors) == 1  # one report per outage, not one per retry
     assert summary["reconnects"] == 1 and summary["overflows"] == 0
     ts = np.array([f["t"] for f in cap.frames])
     steps = np.diff(ts)
     assert np.all(steps > 0) and np.allclose(np.round(ts / 0.03) * 0.03, ts, atol=1e-9)
     gaps = steps[steps > 0.031]
-    assert len(gaps) == 1 and gaps[0] > 1.5  # time jumped by the outage, not stitched over
+    assert len(gaps) == 1 and gaps[0] > OUTAGE_S  # time jumped by the outage, not stitched over
     resumed = [f for f in cap.frames if f["t"] > ts[np.argmax(steps)]]
-    # Frames after the gap are placed at their wall-clock position on the session clock.
+    # Frames after the gap are placed at their wall-clock position on the session clock:
+    # delivered as long after their session time as before it.  Stitched over, they would
+    # be the whole outage (> OUTAGE_S) later; half of it is far above a busy machine's lag.
     offsets = [f["at"] - f["t"] for f in resumed]
     first_offsets = [f["at"] - f["t"] for f in cap.frames[:10]]
-    assert abs(np.median(offsets) - np.median(first_offsets)) < 0.2
+    assert abs(np.median(offsets) - np.median(first_offsets)) < OUTAGE_S / 2
 
 
 @pytest.mark.pulse
