@@ -203,10 +203,6 @@ class Listener:
             self._other_spoke_at = max(self._other_spoke_at, t)
 
     @property
-    def source_name(self) -> str:
-        return self._source.name
-
-    @property
     def overflows(self) -> int:
         """Audio blocks the source lost (a device that could not keep up)."""
         return self._source.overflows

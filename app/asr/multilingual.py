@@ -20,7 +20,6 @@ import hashlib
 import importlib.resources
 import logging
 import os
-import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -151,7 +150,3 @@ def _write_verified(target: Path, sources: list[Path], pinned: PinnedFile) -> No
     finally:
         tmp.unlink(missing_ok=True)
 
-
-def remove_assembled(root: Path | None = None) -> None:
-    """Delete the assembled copy (it is rebuilt from the packages on next use)."""
-    shutil.rmtree(model_folder(root), ignore_errors=True)

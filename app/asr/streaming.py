@@ -136,10 +136,6 @@ class StreamingRecognizer:
         """The session's language; None while an "auto" session has not settled it."""
         return self._language
 
-    def reset_language(self) -> None:
-        """A new session: "auto" detects again."""
-        self._language = None if self._decoder.language == AUTO else self._decoder.language
-
     def idle(self) -> bool:
         """No pass running and no final waiting (used to know when a replay is done)."""
         with self._cond:

@@ -172,9 +172,6 @@ class PromptBuilder:
         """Drop a turn whose answer was withdrawn (the question went on)."""
         self._turns = [t for t in self._turns if t.key != key]
 
-    def clear_history(self) -> None:
-        self._turns.clear()
-
     def prefix_messages(self) -> list[Message]:
         """System + few-shot + context: what a cache keep-alive ping sends."""
         return [dict(m) for m in self._prefix]

@@ -67,11 +67,6 @@ class VoiceDetector:
     def in_speech(self) -> bool:
         return self._in_speech
 
-    @property
-    def noise_floor_db(self) -> float | None:
-        """The room's noise floor now (dBFS), None with the noise gate off."""
-        return self._floor.floor_db if self._floor is not None else None
-
     def request_end(self) -> None:
         """The turn is over (decided downstream, on any thread): from the next frame on,
         the next voiced run is a new onset.  Only a flag is set here."""
