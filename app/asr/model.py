@@ -7,15 +7,12 @@ from pathlib import Path
 
 from faster_whisper import WhisperModel
 
+from app.asr.errors import ModelError
 from app.cores import pass_threads
 
 log = logging.getLogger(__name__)
 
 BUNDLED = "bundled"
-
-
-class ModelError(Exception):
-    """The ASR model could not be found or loaded; the message says how to fix it."""
 
 
 def resolve_model(name: str, language: str = "en") -> tuple[str, bool]:
@@ -28,7 +25,7 @@ def resolve_model(name: str, language: str = "en") -> tuple[str, bool]:
     may be downloaded from the model hub, which the caller announces first.
     """
     if name == BUNDLED and language != "en":
-        from app.asr.multilingual import ensure_multilingual_model
+        from app.asr.multilingual import ensure_multilingual_model  # the [zh] extra's, on use
 
         return str(ensure_multilingual_model()), False
     if name == BUNDLED:

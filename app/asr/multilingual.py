@@ -23,7 +23,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from app.asr.model import ModelError
+from app.asr.errors import ModelError
 from app.config import cache_dir
 
 log = logging.getLogger(__name__)
