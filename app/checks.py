@@ -151,7 +151,8 @@ def check_asr(model_name: str = "bundled", language: str = "en", *, compute_type
     is about to be downloaded (doctor checks the user's own model; self-test the bundled one).
     """
     from app.asr.decoder import WhisperDecoder
-    from app.asr.model import ModelError, load_model
+    from app.asr.errors import ModelError
+    from app.asr.model import load_model
 
     name = "asr"
     try:

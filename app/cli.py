@@ -187,7 +187,7 @@ def _window(settings: Settings, args: argparse.Namespace, problems: list[ConfigP
 
 
 def _build(settings: Settings, args: argparse.Namespace, *, answers: bool) -> Session:
-    from app.asr.model import ModelError
+    from app.asr.errors import ModelError
     from app.llm.endpoint import resolve_llm_endpoint
     from app.session import Session
 

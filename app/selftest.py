@@ -274,7 +274,7 @@ def check_zh_model() -> str:
     """The multilingual Whisper's parts are installed and assemble to the pinned SHA-256."""
     import importlib.util
 
-    from app.asr.model import ModelError
+    from app.asr.errors import ModelError
     from app.asr.multilingual import FILES, ensure_multilingual_model
 
     packages = {part.module for pinned in FILES.values() for part in pinned.sources}

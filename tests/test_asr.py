@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 
 from app.asr.decoder import WhisperDecoder
+from app.asr.errors import ModelError
 from app.asr.guards import cut_repetition, is_hallucination
-from app.asr.model import ModelError
 from app.asr.stabilizer import LocalAgreement
 from devtools.bench.corpus import wer
 from tests.speech import read_wav, synth

@@ -24,8 +24,9 @@ import numpy.typing as npt
 from faster_whisper import WhisperModel
 from faster_whisper.tokenizer import Tokenizer
 
+from app.asr.errors import ModelError
 from app.asr.glossary import MAX_PIECES, prompt_text
-from app.asr.model import ModelError, load_model
+from app.asr.model import load_model
 from app.asr.punctuation import chinese_punctuation
 from app.asr.script import ChineseScript, ScriptConverter
 from app.config import AsrConfig
