@@ -8,6 +8,10 @@ from collections.abc import Callable
 
 from app.asr.worker import DecodeWorker, Job
 
+NEVER_S = 30.0
+"""Ends a wait for something only the wrong behaviour would never do; far above a busy
+machine."""
+
 
 class FakeRecognizer:
     """Counts jobs wanted; each job runs ``work`` and logs the recogniser's name."""
@@ -41,18 +45,23 @@ class FakeRecognizer:
 def test_the_interviewer_goes_first_and_the_thread_ends_with_the_last_client() -> None:
     worker = DecodeWorker()
     log: list[str] = []
-    release = threading.Event()
-    holder = FakeRecognizer("holder", -1, log, worker, work=lambda: release.wait(5))
+    release, holding = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        holding.set()
+        assert release.wait(NEVER_S)
+
+    holder = FakeRecognizer("holder", -1, log, worker, work=hold)
     interviewer = FakeRecognizer("interviewer", 0, log, worker)
     candidate = FakeRecognizer("candidate", 1, log, worker)
     for client in (candidate, holder, interviewer):
         worker.attach(client)
     holder.want(1)  # keeps the thread busy while both voices queue work
-    time.sleep(0.05)
+    assert holding.wait(NEVER_S)
     candidate.want(3)
     interviewer.want(3)
     release.set()
-    deadline = time.monotonic() + 5
+    deadline = time.monotonic() + NEVER_S
     while len(log) < 7 and time.monotonic() < deadline:
         time.sleep(0.01)
     assert log == ["holder"] + ["interviewer"] * 3 + ["candidate"] * 3
