@@ -37,7 +37,6 @@ if TYPE_CHECKING:
 EXIT_OK, EXIT_FAILED, EXIT_CONFIG, EXIT_UNANSWERED = 0, 1, 2, 3
 EXIT_INTERRUPTED, EXIT_TERMINATED = 130, 143
 
-DEMO_AUDIO = Path(__file__).resolve().parent.parent / "assets" / "demo.wav"
 
 
 def exit_process(code: int) -> NoReturn:
@@ -175,7 +174,7 @@ def _window(settings: Settings, args: argparse.Namespace, problems: list[ConfigP
                   file=sys.stderr)
         args.headless = True
         if not (getattr(args, "audio", None) or getattr(args, "mic", False) or getattr(args, "device", None)):
-            args.audio = str(DEMO_AUDIO)
+            args.audio = str(_demo_audio())
         return _listen(settings, args)
     from app.ui.app import run_window
 
@@ -239,6 +238,16 @@ def _exit_code(session: Session) -> int:
     kind, message = session.failure
     print(f"error: {message}", file=sys.stderr)
     return EXIT_CONFIG if kind == "config" else EXIT_FAILED
+
+
+def _demo_audio() -> Path:
+    """The bundled demo clip, found where the checkout or the installed bundle keeps it."""
+    from app.checks import CheckFailed, demo_audio
+
+    try:
+        return demo_audio()
+    except CheckFailed as exc:
+        raise FatalError(f"{exc} ({exc.fix})") from exc
 
 
 def _tracer(session: Session, args: argparse.Namespace) -> TurnTracer | None:

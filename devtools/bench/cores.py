@@ -27,7 +27,7 @@ from contextlib import contextmanager
 import httpx2
 
 from app.asr.decoder import load_decoder
-from app.cli import DEMO_AUDIO
+from app.checks import demo_audio
 from app.config import AsrConfig
 from app.llm.local_server import LocalServer
 from app.percentile import median, p95
@@ -53,7 +53,7 @@ def recognising(busy: bool) -> Iterator[None]:
         yield
         return
     decoder = load_decoder(AsrConfig())
-    audio = read_audio(DEMO_AUDIO)[: 16_000 * 4]
+    audio = read_audio(demo_audio())[: 16_000 * 4]
     stop = threading.Event()
 
     def loop() -> None:
