@@ -3,6 +3,7 @@ headless failures that end, and a log that survives ``kill -9``."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -142,6 +143,18 @@ def test_headless_with_a_missing_device_says_so_and_exits_2(tmp_path: Path) -> N
     assert "retrying" not in out.stderr and "Traceback" not in out.stderr
 
 
+def _saved_finals(home: Path) -> list[str]:
+    """The finals in the session file on disk now (a torn last line is not one yet)."""
+    finals = []
+    for path in (home / "data").rglob("session-*.jsonl"):
+        for line in path.read_text(encoding="utf-8").splitlines():
+            with contextlib.suppress(ValueError):
+                event = json.loads(line)
+                if event.get("event") == "final":
+                    finals.append(event["text"])
+    return finals
+
+
 @pytest.mark.skipif(sys.platform == "win32", reason="SIGKILL")
 def test_kill_9_during_a_replay_keeps_every_final_already_shown(tmp_path: Path) -> None:
     clip = synth(QUESTION, tail_s=30.0)  # the replay is still running when it is killed
@@ -156,7 +169,11 @@ def test_kill_9_during_a_replay_keeps_every_final_already_shown(tmp_path: Path) 
                 shown = json.loads(line)
                 break
         assert shown is not None
-        time.sleep(0.5)
+        # The session log flushes on its own (every FLUSH_INTERVAL_S, no close): wait until
+        # the shown final is on disk, however slowly this machine runs the writer, then kill.
+        deadline = time.monotonic() + WEDGED_S
+        while time.monotonic() < deadline and not _saved_finals(tmp_path):
+            time.sleep(0.05)
         os.kill(child.pid, signal.SIGKILL)
     finally:
         child.wait(10)
