@@ -168,7 +168,9 @@ async def test_server_idle_timeout_is_beaten_by_rewarm() -> None:
         cold = LlmClient(srv.base_url, KEY, MODEL, rewarm_idle_s=None, spare_connections=0)
         try:
             await cold.start()
-            await asyncio.sleep(0.7)  # the server closed the idle socket
+            # The server closes the idle socket (after its 0.5 s, however late it runs).
+            assert srv.wait_for(lambda s: s.connections_accepted == 1 and s.open_connections == 0,
+                                NEVER_S)
             _, done = await collect(cold, "Without re-warm?")
             assert done.timing.connect is not None
         finally:
