@@ -1,11 +1,22 @@
-"""The digital-silence detector behind the macOS denied-microphone hint."""
+"""The digital-silence detector behind the macOS denied-microphone hint, alone and in DeviceSource."""
 
 from __future__ import annotations
+
+import contextlib
+import json
+import subprocess
+import sys
+import threading
+import wave
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 
 from app.audio.permission import PRIVACY_PATH, ZERO_WINDOW_S, DigitalSilence, silence_message
+from tests.test_audio_device import ROOT, Capture, PulseDaemon, needs_pulse
 
 RATE = 48_000
 
@@ -72,3 +83,120 @@ def test_only_macos_names_the_permission_and_where_to_grant_it() -> None:
 def test_bad_arguments_are_refused() -> None:
     with pytest.raises(ValueError):
         DigitalSilence(0)
+
+
+# --- wired into DeviceSource: real PortAudio on a private PulseAudio daemon -------------------
+
+
+def _child_main(spec: str) -> None:
+    """In the child (PortAudio must start inside the daemon's environment): capture ``spec``
+    as a microphone and report frames, errors and warnings as JSON lines."""
+    import json
+    import sys
+    import threading
+
+    from app.audio.device import DeviceSource
+    from app.clock import SessionClock
+
+    lock = threading.Lock()
+
+    def emit(obj: dict[str, object]) -> None:
+        with lock:
+            sys.stdout.write(json.dumps(obj) + "\n")
+            sys.stdout.flush()
+
+    source = DeviceSource(spec, SessionClock(), kind="mic")
+    last = [0.0]
+
+    def on_frame(frame: Any) -> None:
+        last[0] = frame.end
+        emit({"t": frame.end, "signal": bool(frame.samples.any())})
+
+    source.start(on_frame, lambda m: emit({"error": m}), lambda m: emit({"warning": m, "t": last[0]}))
+    sys.stdin.read()
+    source.stop()
+
+
+@contextlib.contextmanager
+def _mic(daemon: PulseDaemon, spec: str) -> Iterator[Capture]:
+    proc = subprocess.Popen(
+        [sys.executable, "-c", f"from tests.test_permission import _child_main; _child_main({spec!r})"],
+        cwd=ROOT, env=daemon.env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL, text=True)
+    cap = Capture(proc)
+
+    def read() -> None:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            with cap.cond:
+                cap.lines.append(json.loads(line))
+                cap.cond.notify_all()
+
+    threading.Thread(target=read, daemon=True).start()
+    try:
+        yield cap
+    finally:
+        if proc.poll() is None:
+            assert proc.stdin is not None
+            proc.stdin.close()
+            try:
+                proc.wait(10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(5)
+
+
+@pytest.fixture
+def daemon(tmp_path: Path) -> Iterator[PulseDaemon]:
+    pulse = PulseDaemon(tmp_path)
+    pulse.start()
+    try:
+        yield pulse
+    finally:
+        pulse.kill()
+
+
+def _warnings(cap: Capture) -> list[dict[str, Any]]:
+    with cap.cond:
+        return [x for x in cap.lines if "warning" in x]
+
+
+def _heard_until(cap: Capture) -> float:
+    with cap.cond:
+        return max((x["t"] for x in cap.lines if "signal" in x), default=0.0)
+
+
+@pytest.mark.pulse
+@needs_pulse
+def test_a_microphone_of_exact_zeros_is_said_once_and_is_not_an_error(daemon: PulseDaemon) -> None:
+    """``pulse`` opens the daemon's default source: the monitor of a sink nothing plays
+    into, exact zeros, as a denied macOS microphone delivers."""
+    with _mic(daemon, "pulse") as cap:
+        cap.wait_for("two windows of audio", lambda: _heard_until(cap) >= 2 * ZERO_WINDOW_S, 60)
+        warnings = _warnings(cap)
+    assert len(warnings) == 1
+    assert "'pulse'" in warnings[0]["warning"] and "digital silence" in warnings[0]["warning"]
+    assert warnings[0]["t"] >= ZERO_WINDOW_S  # not before 3 s of audio
+    assert cap.errors == []
+
+
+@pytest.mark.pulse
+@needs_pulse
+def test_a_microphone_that_hears_anything_says_nothing(daemon: PulseDaemon, tmp_path: Path) -> None:
+    clip = tmp_path / "hum.wav"
+    t = np.arange(int(RATE * 4 * ZERO_WINDOW_S)) / RATE
+    hum = (0.001 * np.sin(2 * np.pi * 120 * t) * 32767).astype(np.int16)  # -60 dBFS: quiet, not zero
+    with wave.open(str(clip), "wb") as out:
+        out.setnchannels(1)
+        out.setsampwidth(2)
+        out.setframerate(RATE)
+        out.writeframes(hum.tobytes())
+    player = subprocess.Popen(["paplay", "--device=decoy", str(clip)], env=daemon.env)
+    try:
+        with _mic(daemon, "pulse") as cap:
+            cap.wait_for("the hum", lambda: any(x.get("signal") for x in cap.lines), 60)
+            cap.wait_for("two windows of audio", lambda: _heard_until(cap) >= 2 * ZERO_WINDOW_S, 60)
+            assert _warnings(cap) == []
+    finally:
+        player.kill()
+        player.wait(5)

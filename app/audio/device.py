@@ -55,6 +55,7 @@ import numpy.typing as npt
 import sounddevice as sd
 
 from app.audio.frames import AudioFrame, ErrorHandler, FrameHandler, ThreadedSource
+from app.audio.permission import DigitalSilence, silence_message
 from app.audio.resample import AudioError, Converter, FrameChunker
 from app.clock import SessionClock
 
@@ -448,6 +449,11 @@ class _Worker:
         self.last_overflow_report = -1e9
         self.seen_overflows = 0
         self.last_step = time.monotonic()
+        self.silence: DigitalSilence | None = None
+        """Watches a microphone's first seconds for exact zeros (a denied macOS microphone);
+        said at most once per source.  Monitors and loopbacks are silent when nothing plays."""
+        self.watch_silence = source.kind == "mic" and not source._target.pulse_source and not any(
+            hint in source.name.lower() for hint in _LOOPBACK_HINTS)
 
     def loop(self) -> None:
         while not self.src._stop.is_set():
@@ -487,6 +493,7 @@ class _Worker:
         self.outage_reported = False
         assert self.src.rate is not None
         self.converter = Converter(self.src.rate)
+        self.silence = DigitalSilence(self.src.rate) if self.watch_silence else None
         self.got_block = False
         self.quiet = 0.0
         self.last_step = time.monotonic()
@@ -539,6 +546,9 @@ class _Worker:
         self.quiet = 0.0
         self.last_step = time.monotonic()
         self._deliver(self.chunker.push(self.converter.process(data)))
+        if self.silence is not None and self.silence.feed(data):
+            self.watch_silence = False
+            self.src._warn(silence_message(self.src.name))
 
     def _place(self, first_sample: float) -> None:
         """Put a (re)opened stream's first frame at its wall-clock position."""
