@@ -114,6 +114,18 @@ def level_stats(peaks_dbfs: Sequence[float], zero_frames: int) -> dict[str, Any]
     }
 
 
+def _silent_microphone_fix(*, exact_zeros: bool, platform: str = sys.platform) -> str:
+    """A microphone of exact zeros on macOS is a permission the app lacks, not a mute."""
+    if exact_zeros and platform == "darwin":
+        from app.audio.permission import PRIVACY_PATH
+
+        return (f"macOS has not given this app permission to use the microphone: allow Interview "
+                f"Copilot (or the terminal you started it from) in {PRIVACY_PATH}, then quit and "
+                f"reopen it")
+    return ("unmute the microphone, raise its input gain, or pick another input with --device "
+            "(see --list-devices)")
+
+
 def check_input_level(device: str | None, seconds: float = 2.0, *, loopback: bool = False) -> CheckResult:
     """Listen to the chosen input for a moment: a silent loopback is the #1 "it does nothing"."""
     from app.audio import AudioError, AudioFrame, open_source
@@ -162,8 +174,7 @@ def check_input_level(device: str | None, seconds: float = 2.0, *, loopback: boo
             f"silent (loudest {peak:.0f} dBFS)"
         fix = ("play something with speech (a video) while doctor listens; make sure the call app "
                "plays to the output whose monitor/loopback you capture") if is_loopback else \
-            ("unmute the microphone, raise its input gain, or pick another input with --device "
-             "(see --list-devices)")
+            _silent_microphone_fix(exact_zeros=stats["digital_silence_share"] == 1.0)
         return CheckResult(name, "warn", f"{source.name}: {what} over {seconds:g} s", fix, stats)
     return CheckResult(name, "pass", f"{source.name}: loudest {peak:.0f} dBFS, median "
                        f"{stats['median_dbfs']:.0f} dBFS over {seconds:g} s", data=stats)

@@ -239,6 +239,29 @@ class _FakeSource:
         self._stop.set()
 
 
+@pytest.mark.parametrize(("platform", "exact_zeros", "named"),
+                         [("darwin", True, True), ("darwin", False, False), ("linux", True, False),
+                          ("win32", True, False)])
+def test_a_microphone_of_exact_zeros_on_macos_names_the_permission(
+        platform: str, exact_zeros: bool, named: bool) -> None:
+    from app.doctor import _silent_microphone_fix
+
+    fix = _silent_microphone_fix(exact_zeros=exact_zeros, platform=platform)
+    assert ("Privacy & Security → Microphone" in fix) == named
+    assert named or "unmute the microphone" in fix
+
+
+def test_a_silent_microphone_gets_the_microphone_fix(monkeypatch: pytest.MonkeyPatch) -> None:
+    microphone = _FakeSource(0)
+    microphone.name = "MacBook Pro Microphone"
+    monkeypatch.setattr("app.audio.open_source", lambda spec, clock, **_: microphone)
+    result = check_input_level("MacBook Pro Microphone", 0.3)
+    assert result.status == "warn" and "digital silence" in result.detail
+    from app.doctor import _silent_microphone_fix
+
+    assert result.fix == _silent_microphone_fix(exact_zeros=True)
+
+
 @pytest.mark.parametrize(("amplitude", "status"), [(0, "warn"), (8000, "pass")])
 def test_input_level(monkeypatch: pytest.MonkeyPatch, amplitude: int, status: str) -> None:
     monkeypatch.setattr("app.audio.open_source", lambda spec, clock, **_: _FakeSource(amplitude))
