@@ -123,6 +123,8 @@ class Capture:
     proc: subprocess.Popen[str]
     lines: list[dict[str, Any]] = field(default_factory=list)
     cond: threading.Condition = field(default_factory=threading.Condition)
+    eof: bool = False
+    """The child's stdout is read to its end: no line will come any more."""
 
     @property
     def frames(self) -> list[dict[str, Any]]:
@@ -137,12 +139,12 @@ class Capture:
         with self.cond:
             return [x["error"] for x in self.lines if "error" in x]
 
-    def wait_for(self, what: str, predicate: Callable[[], bool], timeout: float = 10.0) -> None:
+    def wait_for(self, what: str, predicate: Callable[[], bool], timeout: float = NEVER_S) -> None:
         deadline = time.monotonic() + timeout
         with self.cond:
             while not predicate():
                 left = deadline - time.monotonic()
-                if left <= 0 or self.proc.poll() is not None:
+                if left <= 0 or self.eof:  # (not "has exited": its last lines may be unread)
                     raise AssertionError(f"timed out waiting for {what}: {self.lines[-3:]} "
                                          f"stderr: {self._stderr()}")
                 self.cond.wait(min(left, 0.1))
@@ -151,8 +153,8 @@ class Capture:
         """Stop the child; the first source's summary (all of them: ``summaries``)."""
         assert self.proc.stdin is not None
         self.proc.stdin.close()
-        self.proc.wait(timeout=10)
-        self.wait_for("the summaries", lambda: len(self.summaries) >= sources, 5)
+        self.proc.wait(timeout=NEVER_S)
+        self.wait_for("the summaries", lambda: len(self.summaries) >= sources)
         return self.summaries[0]
 
     @property
@@ -183,6 +185,9 @@ def capture(daemon: PulseDaemon, *specs: str, echo: bool = False,
             with cap.cond:
                 cap.lines.append(json.loads(line))
                 cap.cond.notify_all()
+        with cap.cond:
+            cap.eof = True
+            cap.cond.notify_all()
 
     reader = threading.Thread(target=read, daemon=True)
     reader.start()
