@@ -78,9 +78,9 @@ class ListenerOptions:
     continuations: bool = True
     """Speech soon after an endpoint continues that turn's question."""
     guess_ahead: bool = True
-    """Every partial is scored as it lands, and words called finished are guessed when the
-    voice stops, before a pass has heard the pause (off: only a partial that heard all
-    the voice is scored and guessed, as before issue 29)."""
+    """Every partial is scored as it lands, and words called finished are guessed at a
+    pause no pass that hears it all is coming for (off: only a partial that heard all the
+    voice is scored and guessed, as before issue 29)."""
     speaker: Speaker = "interviewer"
 
     @property
