@@ -484,7 +484,8 @@ def _parser() -> argparse.ArgumentParser:
             b.add_argument("--model")
             b.add_argument("--profile", default="relay", help="test server profile (relay, instant, local)")
             b.add_argument("--modes", default="naive,seed,rules,ours",
-                           help="naive, seed, rules (the text-rules endpointer), ours; "
+                           help="naive, seed, rules (the text-rules endpointer), pass (no guess "
+                                "before the pause pass), ours; "
                                 "MODE@SECTION.KEY=VALUE changes a setting (ours@vad.hangover_ms=30)")
             b.add_argument("--candidate-track", default="off", metavar="off,reply,echo,overlap",
                            help="the candidate's side of the call, one run per variant")
