@@ -315,7 +315,7 @@ def _abandon(stream: Any) -> None:
 
 
 def abandoned_streams() -> int:
-    """How many streams were given up on (doctor and tests read it)."""
+    """How many streams were given up on (for tests: nothing else needs to know)."""
     return len(_abandoned)
 
 
