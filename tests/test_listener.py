@@ -80,16 +80,17 @@ def test_the_final_reuses_the_last_pass_instead_of_decoding_again(decoder: Whisp
 
 
 def test_endpoint_and_speculation_come_after_the_speech(decoder: WhisperDecoder) -> None:
-    """In order: the voice stops, a guess, the endpoint, the final (how soon each comes
-    is measured by ``bench turns``, not here)."""
+    """In order: the voice stops, any guess, the endpoint, the final (how soon each comes
+    is measured by ``bench turns``, not here; on a busy machine the pause pass may land
+    before a guess was due, and the final alone asks)."""
     clip = synth("Why are you interested in this role?")
     _, speech_end = speech_bounds(clip)
     events, _ = replay(decoder, clip, speed=1.0)
-    speculate = of(events, SpeculateEvent)[0]
     endpoint = of(events, EndpointEvent)[0]
     final = of(events, FinalEvent)[0]
-    assert speech_end < speculate.t <= endpoint.t <= final.t
-    assert speculate.turn == endpoint.turn == final.turn
+    assert speech_end < endpoint.t <= final.t and endpoint.turn == final.turn
+    for guess in of(events, SpeculateEvent):
+        assert speech_end < guess.t <= endpoint.t and guess.turn == final.turn
 
 
 def test_the_words_heard_so_far_are_scored_before_the_pass_that_hears_the_pause_lands(

@@ -188,7 +188,8 @@ def test_kill_9_during_a_replay_keeps_every_final_already_shown(tmp_path: Path) 
 @needs_pulse
 def test_a_device_lost_on_a_busy_machine_ends_the_headless_run(tmp_path: Path) -> None:
     """The sound server dies while the voice is heard and every core is busy: the run
-    ends (exit 1), names the device, and the session on disk ends with the failure.
+    ends (exit 1), names the device, and the session on disk holds the failure (what the
+    listening half drains after it is logged too).
 
     How soon is measured by ``python -m devtools.bench.device_loss`` (the promise: 5 s);
     here the bound only tells an ended run from a wedged one, which never ends.
@@ -198,8 +199,9 @@ def test_a_device_lost_on_a_busy_machine_ends_the_headless_run(tmp_path: Path) -
     assert loss.code == 1, loss.stderr
     assert DEVICE in loss.stderr and "was lost" in loss.stderr
     assert "Traceback" not in loss.stderr and "session saved" in loss.stderr
-    last = json.loads(loss.session_log.splitlines()[-1])
-    assert (last["event"], last["state"]) == ("session", "failed")
+    logged = [json.loads(line) for line in loss.session_log.splitlines() if line.strip()]
+    failed = [e for e in logged if e["event"] == "session" and e["state"] == "failed"]
+    assert len(failed) == 1 and DEVICE in failed[0]["message"]  # on disk, with why
 
 
 @pytest.mark.parametrize("local", [True, False])
