@@ -166,14 +166,19 @@ class Capture:
         return "" if self.proc.stderr is None else "(see child stderr)"
 
 
-@contextlib.contextmanager
 def capture(daemon: PulseDaemon, *specs: str, echo: bool = False,
-            stagger: float = 0.0) -> Iterator[Capture]:
+            stagger: float = 0.0) -> contextlib.AbstractContextManager[Capture]:
     args = ", ".join(repr(spec) for spec in specs or (SPEC,)) + (", echo=True" if echo else "")
     args += f", stagger={stagger!r}" if stagger else ""
+    return child_capture(daemon, f"from tests.test_audio_device import _child_main; _child_main({args})")
+
+
+@contextlib.contextmanager
+def child_capture(daemon: PulseDaemon, statement: str) -> Iterator[Capture]:
+    """Run ``statement`` (a capturing child's main) with the daemon's environment and read
+    its JSON lines as they come; the child is stopped, if still running, at the end."""
     proc = subprocess.Popen(
-        [sys.executable, "-c", f"from tests.test_audio_device import _child_main; "
-                               f"_child_main({args})"],
+        [sys.executable, "-c", statement],
         cwd=ROOT, env=daemon.env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL, text=True,
     )

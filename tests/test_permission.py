@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from app.audio.permission import PRIVACY_PATH, ZERO_WINDOW_S, DigitalSilence, silence_message
-from tests.test_audio_device import ROOT, Capture, PulseDaemon, needs_pulse
+from tests.test_audio_device import Capture, PulseDaemon, child_capture, needs_pulse
 
 RATE = 48_000
 
@@ -91,9 +91,6 @@ def test_bad_arguments_are_refused() -> None:
 def _child_main(spec: str) -> None:
     """In the child (PortAudio must start inside the daemon's environment): capture ``spec``
     as a microphone and report frames, errors and warnings as JSON lines."""
-    import json
-    import sys
-    import threading
 
     from app.audio.device import DeviceSource
     from app.clock import SessionClock
@@ -117,33 +114,8 @@ def _child_main(spec: str) -> None:
     source.stop()
 
 
-@contextlib.contextmanager
-def _mic(daemon: PulseDaemon, spec: str) -> Iterator[Capture]:
-    proc = subprocess.Popen(
-        [sys.executable, "-c", f"from tests.test_permission import _child_main; _child_main({spec!r})"],
-        cwd=ROOT, env=daemon.env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL, text=True)
-    cap = Capture(proc)
-
-    def read() -> None:
-        assert proc.stdout is not None
-        for line in proc.stdout:
-            with cap.cond:
-                cap.lines.append(json.loads(line))
-                cap.cond.notify_all()
-
-    threading.Thread(target=read, daemon=True).start()
-    try:
-        yield cap
-    finally:
-        if proc.poll() is None:
-            assert proc.stdin is not None
-            proc.stdin.close()
-            try:
-                proc.wait(10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(5)
+def _mic(daemon: PulseDaemon, spec: str) -> contextlib.AbstractContextManager[Capture]:
+    return child_capture(daemon, f"from tests.test_permission import _child_main; _child_main({spec!r})")
 
 
 @pytest.fixture
