@@ -371,7 +371,7 @@ class FakeServer:
             self._records.clear()
             self._accepted = 0
 
-    def wait_for(self, predicate: Callable[[FakeServer], bool], timeout: float = 2.0) -> bool:
+    def wait_for(self, predicate: Callable[[FakeServer], bool], timeout: float = 30.0) -> bool:
         """Poll ``predicate(server)`` until true or ``timeout``: for assertions on
         things that happen on the server thread after the client has moved on."""
         deadline = time.monotonic() + timeout

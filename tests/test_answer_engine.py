@@ -33,6 +33,7 @@ from app.llm.client import LlmClient
 from app.prompt.builder import PromptBuilder
 from devtools.fake_server import FakeServer, Fault, Profile
 from tests.conftest import EventRecorder as Recorder
+from tests.patience import NEVER_S
 
 KEY = "sk-test-secret-123456"
 
@@ -55,7 +56,7 @@ def make_engine(server: FakeServer, *, strategy: Strategy = Strategy(), settings
                           session_id="test", strategy=strategy, one_at_a_time=one_at_a_time)
     bus.subscribe(engine.on_event)
     engine.start()
-    assert engine.warmed.wait(5)
+    assert engine.warmed.wait(NEVER_S)
     return engine, rec, bus
 
 
@@ -90,9 +91,9 @@ def test_a_negation_is_a_miss_and_the_guess_never_shows(server: FakeServer) -> N
         speculate(bus, "Should I take the job offer from them?")
         rec.wait(lambda r: bool(r.of(FirstTokenEvent)))
         final(bus, "Should I not take the job offer from them?")
-        rec.wait(lambda r: bool(r.of(AnswerDoneEvent)), timeout=10)
+        rec.wait(lambda r: bool(r.of(AnswerDoneEvent)))
         assert [e.outcome for e in rec.of(SpeculationEvent)] == ["miss"]
-        assert server.wait_for(lambda s: s.chat_requests()[0].cancelled, timeout=2)
+        assert server.wait_for(lambda s: s.chat_requests()[0].cancelled)
         shown = rec.shown(1).lower()
         assert "not" in shown and shown == rec.of(AnswerDoneEvent)[0].text.lower()
         kinds = [e.kind for e in rec.of(RequestEvent)]
@@ -151,7 +152,7 @@ def test_a_newer_guess_cancels_the_older_stream(server: FakeServer) -> None:
         speculate(bus, "Tell me about a time you disagreed")
         rec.wait(lambda r: bool(r.of(FirstTokenEvent)))
         speculate(bus, "Tell me about a time you disagreed with your manager?")
-        assert server.wait_for(lambda s: s.chat_requests()[0].cancelled, timeout=2)
+        assert server.wait_for(lambda s: s.chat_requests()[0].cancelled)
         assert [e.outcome for e in rec.of(SpeculationEvent)] == ["cancelled"]
     finally:
         engine.stop()
@@ -265,7 +266,7 @@ def test_a_new_answer_cuts_the_one_still_streaming(server: FakeServer) -> None:
         assert second.turn == 2 and not second.truncated
         order = [e.request for e in rec.of(TokenEvent)]
         assert order == sorted(order)  # one answer in front: no token of the first after the second
-        assert server.wait_for(lambda s: s.chat_requests()[0].cancelled, timeout=2)
+        assert server.wait_for(lambda s: s.chat_requests()[0].cancelled)
     finally:
         engine.stop()
 
@@ -288,7 +289,7 @@ def test_a_one_at_a_time_server_gets_the_new_question_at_once(server: FakeServer
         first, done = rec.of(AnswerDoneEvent)
         assert first.turn == 1 and first.truncated and first.text == rec.shown(1)
         assert done.turn == 2 and not done.truncated
-        assert server.wait_for(lambda s: s.chat_requests()[0].cancelled, timeout=2)
+        assert server.wait_for(lambda s: s.chat_requests()[0].cancelled)
     finally:
         engine.stop()
 
@@ -340,7 +341,7 @@ def test_the_user_can_withdraw_an_answer(server: FakeServer) -> None:
         engine.retract_answer()
         rec.wait(lambda r: bool(r.of(RetractedEvent)))
         assert rec.of(RetractedEvent)[0].reason == "user"
-        assert server.wait_for(lambda s: s.chat_requests()[0].cancelled, timeout=2)
+        assert server.wait_for(lambda s: s.chat_requests()[0].cancelled)
     finally:
         engine.stop()
 
@@ -352,7 +353,7 @@ def test_cancel_answer_stops_the_stream(server: FakeServer) -> None:
         final(bus, "What is your biggest weakness?")
         rec.wait(lambda r: bool(r.of(TokenEvent)))
         engine.cancel_answer()
-        assert server.wait_for(lambda s: s.chat_requests()[0].cancelled, timeout=2)
+        assert server.wait_for(lambda s: s.chat_requests()[0].cancelled)
         rec.wait(lambda r: bool(r.of(AnswerDoneEvent)))
         done = rec.of(AnswerDoneEvent)[0]
         assert done.truncated and done.text == rec.shown(1)  # what was shown stays, the block ends

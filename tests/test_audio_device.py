@@ -29,6 +29,7 @@ from app.audio import AudioError
 from app.audio.device import STALL_TIMEOUT, pulse_source_of
 from app.audio.frames import FRAME_SAMPLES, SAMPLE_RATE
 from devtools.pulse import PulseDaemon
+from tests.patience import NEVER_S
 from tests.speech import have_espeak, read_wav, synth
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -39,9 +40,6 @@ needs_pulse = pytest.mark.skipif(
     reason="pulseaudio/paplay not installed (apt-get install pulseaudio pulseaudio-utils)",
 )
 needs_espeak = pytest.mark.skipif(not have_espeak(), reason="espeak-ng is not installed")
-NEVER_S = 30.0
-"""Ends a wait for something only the wrong behaviour would never do (report a loss, come
-back); far above what a busy machine takes."""
 STAGGER_S = 1.0
 """The second of two captures starts this long after the first delivered (_child_main)."""
 OUTAGE_S = 1.5

@@ -7,10 +7,7 @@ import time
 from collections.abc import Callable
 
 from app.asr.worker import DecodeWorker, Job
-
-NEVER_S = 30.0
-"""Ends a wait for something only the wrong behaviour would never do; far above a busy
-machine."""
+from tests.patience import NEVER_S
 
 
 class FakeRecognizer:

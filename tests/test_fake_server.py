@@ -16,12 +16,10 @@ import openai
 import pytest
 
 from devtools.fake_server import PROFILES, FakeServer, Fault, Profile, answer_tokens
+from tests.patience import NEVER_S
 
 KEY = "test-key"
 ROOT = Path(__file__).resolve().parents[1]
-NEVER_S = 30.0
-"""Ends a wait for something only the wrong behaviour would never do (see the close, go
-quiet); far above what a busy machine takes."""
 
 
 @pytest.fixture
@@ -327,4 +325,4 @@ def test_cli_serves_in_a_separate_process() -> None:
         assert reply.status_code == 200
     finally:
         proc.terminate()
-        assert proc.wait(5) == 0
+        assert proc.wait(NEVER_S) == 0

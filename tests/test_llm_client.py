@@ -17,12 +17,10 @@ from app.llm.client import Delta, Done, LlmClient, StreamItem, estimate_usage
 from app.llm.errors import LlmError
 from app.redact import redact
 from devtools.fake_server import FakeServer, Fault, Profile, answer_tokens
+from tests.patience import NEVER_S
 
 KEY = "test-key"
 MODEL = "gpt-4o-mini"
-NEVER_S = 30.0
-"""Ends a wait for something only the wrong behaviour would never do (close a stream,
-re-warm, time out a stall); far above what a busy machine takes."""
 SLOW_TOKENS = 200
 """The slow server's answer: 10 s at 20 tokens/s, so a stream read to the end is plain."""
 
@@ -147,15 +145,17 @@ async def test_client_keepalive_expiry_would_drop_idle_connection(server: FakeSe
         await http.get(f"{server.base_url}/models", headers=headers)
     assert server.connections_accepted == 2
 
-    # Ours re-warms before the expiry, so a request after the idle period is warm.
+    # Ours re-warms before the expiry, so a request after an idle period longer than the
+    # expiry is warm.  The expiry leaves 2.8 s between re-warms for a busy machine's stalls.
     server.reset_stats()
+    expiry = 3.0
     client = LlmClient(
-        server.base_url, KEY, MODEL, keepalive_expiry=1.0, rewarm_idle_s=0.2, spare_connections=0
+        server.base_url, KEY, MODEL, keepalive_expiry=expiry, rewarm_idle_s=0.2, spare_connections=0
     )
     try:
+        started = time.monotonic()
         await client.start()
-        await asyncio.sleep(1.5)
-        assert client.warm_count >= 3
+        assert await wait_until(lambda: client.warm_count >= 3 and time.monotonic() - started > expiry + 0.5)
         _, done = await collect(client, "After a pause?")
         assert done.timing.connect is None
         assert server.connections_accepted == 1

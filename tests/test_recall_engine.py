@@ -15,6 +15,7 @@ from app.llm.client import LlmClient
 from app.prompt.builder import PromptBuilder
 from devtools.fake_server import FakeServer, Profile
 from tests.conftest import EventRecorder as Recorder
+from tests.patience import NEVER_S
 
 RESUME = """# Priya Raman
 Backend engineer.
@@ -40,7 +41,7 @@ def _engine(server: FakeServer, *, compact: bool) -> tuple[AnswerEngine, Recorde
                           session_id="t")
     bus.subscribe(engine.on_event)
     engine.start()
-    assert engine.warmed.wait(5)
+    assert engine.warmed.wait(NEVER_S)
     return engine, rec, bus
 
 
@@ -49,7 +50,7 @@ def test_the_lines_come_before_the_answer_and_a_small_model_gets_them_as_facts(s
     try:
         bus.emit(SpeculateEvent(t=0.0, turn=1, text="what did you use kafka", reason="silence"))
         bus.emit(FinalEvent(t=0.1, turn=1, text="what did you use kafka for", audio_end=0.1))
-        rec.wait(lambda r: bool(r.of(AnswerDoneEvent)), timeout=10)
+        rec.wait(lambda r: bool(r.of(AnswerDoneEvent)))
         recalls = rec.of(RecallEvent)
         assert [(e.turn, e.guessed) for e in recalls] == [(1, True)]  # the final said the same
         assert "Kafka event pipeline" in recalls[0].lines[0].text
@@ -62,7 +63,7 @@ def test_the_lines_come_before_the_answer_and_a_small_model_gets_them_as_facts(s
         assert body["max_tokens"] <= 96
         done = rec.of(AnswerDoneEvent)[0]
         assert len(done.text.split()) == 50  # the shape's word cap, not the server's 90 tokens
-        assert server.wait_for(lambda s: not s.chat_requests()[-1].finished, timeout=2)  # closed early
+        assert server.wait_for(lambda s: not s.chat_requests()[-1].finished)  # closed early
     finally:
         engine.stop()
 
@@ -71,7 +72,7 @@ def test_a_capable_model_gets_the_plain_question_and_no_shape(server: FakeServer
     engine, rec, bus = _engine(server, compact=False)
     try:
         bus.emit(FinalEvent(t=0.1, turn=1, text="have you mentored anyone", audio_end=0.1))
-        rec.wait(lambda r: bool(r.of(AnswerDoneEvent)), timeout=10)
+        rec.wait(lambda r: bool(r.of(AnswerDoneEvent)))
         assert "Mentored four junior engineers" in rec.of(RecallEvent)[0].lines[0].text
         body = server.chat_requests()[-1].body
         assert body["messages"][-1]["content"] == "have you mentored anyone"

@@ -43,11 +43,9 @@ from app.sessions import (
     load_session,
     sessions_dir,
 )
+from tests.patience import NEVER_S
 
 ROOT = Path(__file__).resolve().parent.parent
-NEVER_S = 30.0
-"""Ends a wait for something the wrong behaviour would never do (flush before close, let
-an emit return while the disk is stuck); far above what a busy machine takes."""
 
 
 @pytest.fixture(autouse=True)

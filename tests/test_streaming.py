@@ -18,6 +18,7 @@ from app.audio.resample import frames_of
 from app.clock import SessionClock
 from app.config import AsrConfig
 from app.events import ErrorEvent, FinalEvent, PartialEvent
+from tests.patience import NEVER_S
 from tests.speech import read_wav, synth
 
 QUESTION = "Why are you interested in this role and what do you know about our team?"
@@ -52,7 +53,7 @@ class _HeldDecoder:
                wanted: Callable[[], bool] | None = None) -> Hypothesis:
         if not self.entered.is_set():
             self.entered.set()
-            assert self.release.wait(10)
+            assert self.release.wait(NEVER_S)
         if wanted is not None:
             self.answers.append(wanted())
         return self._real.decode(audio, language=language, wanted=wanted)
@@ -75,7 +76,7 @@ def _run(decoder: WhisperDecoder, speaker_pauses: bool) -> tuple[_HeldDecoder, l
         cut = 40
         rec.begin(1, frames[:cut])
         rec.add(frames[cut], voiced=True)  # the first periodic pass: wanted, taken and held
-        assert held.entered.wait(10)
+        assert held.entered.wait(NEVER_S)
         for frame in frames[cut + 1:voiced]:
             rec.add(frame, voiced=True)  # they talk on: more passes are wanted meanwhile
         if speaker_pauses:
