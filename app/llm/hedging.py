@@ -143,7 +143,8 @@ class FirstTokenRace:
                         launch(hedge=True)
                         continue
                     break
-                for task in done:
+                # a success wins over a failure that landed in the same wake-up
+                for task in sorted(done, key=lambda t: t.exception() is not None):
                     exc = task.exception()
                     if exc is None:
                         opened = task.result()
