@@ -546,6 +546,7 @@ def _resolve_target(opts: DoctorOptions, settings: Any) -> tuple[Target | None, 
     """The endpoint to check, a server to stop afterwards, and the ``endpoint`` check's
     result when there is none to check (a skip with a note, or a fail for a bad model file)."""
     from app.llm.endpoint import (
+        NO_KEY,
         LocalModelError,
         bundled_local_model,
         local_model_name,
@@ -585,7 +586,7 @@ def _resolve_target(opts: DoctorOptions, settings: Any) -> tuple[Target | None, 
                                       f"{exc.message}")
     label = (f"the bundled {name} (embedded llama.cpp server)" if bundled_local_model(settings.llm)
              else f"the GGUF file {path.name if path else name} (embedded llama.cpp server)")
-    return Target(url, "local", name, local=True, label=label), server, None
+    return Target(url, NO_KEY, name, local=True, label=label), server, None
 
 
 def _no_target(note: str) -> CheckResult:

@@ -34,7 +34,14 @@ from app.config import Settings
 from app.events import ErrorEvent, EventBus, SessionState, SessionStateEvent, StatusEvent
 from app.listener import Listener, ListenerOptions
 from app.llm.client import LlmClient
-from app.llm.endpoint import LOCAL_MODEL, LlmEndpoint, LocalModelError, local_model_name, local_model_path
+from app.llm.endpoint import (
+    LOCAL_MODEL,
+    NO_KEY,
+    LlmEndpoint,
+    LocalModelError,
+    local_model_name,
+    local_model_path,
+)
 from app.llm.errors import LlmError
 from app.llm.local_server import LocalServer
 from app.prompt.builder import PromptBuilder
@@ -439,7 +446,7 @@ class Session:
         except LlmError as exc:
             raise LlmError(exc.kind, f"{exc} Captions keep working; answers need an endpoint.",
                            retryable=False) from exc
-        return LlmEndpoint(url, "local", name, local=True)
+        return LlmEndpoint(url, NO_KEY, name, local=True)
 
     def _local_model_failed(self, message: str) -> None:
         """The model file the user chose cannot be loaded: a setting to fix, like an audio

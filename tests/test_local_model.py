@@ -21,8 +21,9 @@ from app.doctor import run_doctor
 from app.events import ErrorEvent
 from app.llm.endpoint import LOCAL_MODEL, LocalModelError, local_model_name, local_model_path
 from app.llm.gguf import check_gguf
-from app.llm.local_server import LocalServer, llama_cpp_available
+from app.llm.local_server import CHOSEN_N_CTX, LocalServer, llama_cpp_available
 from app.llm.ollama import find_ollama, ollama_root
+from app.redact import redact
 from app.session import Session
 from devtools.fake_ollama import FakeOllama
 from devtools.fake_server import FakeServer, Profile
@@ -164,13 +165,14 @@ def test_only_the_bundled_model_gets_the_compact_prompt(tmp_path: Path, decoder:
 def test_the_embedded_server_loads_a_user_gguf_under_its_name(tmp_path: Path) -> None:
     path = _user_gguf(tmp_path)
     llm = Settings().llm.model_copy(update={"local_model": str(path)})
-    server = LocalServer(local_model_path(llm), n_ctx=512, model_alias=local_model_name(llm))
+    server = LocalServer(local_model_path(llm), model_alias=local_model_name(llm))
     try:
         url = server.start(timeout=120)
         proc = server._proc
         assert proc is not None
         command = [str(a) for a in proc.args]
         assert command[command.index("--model") + 1] == str(path)  # the user's file, not the bundled copy
+        assert command[command.index("--n_ctx") + 1] == str(CHOSEN_N_CTX)  # room for the full prompt
         with httpx2.Client(timeout=60, trust_env=False) as http:
             assert [m["id"] for m in http.get(f"{url}/models").json()["data"]] == ["my-model.Q4_1"]
             reply = http.post(f"{url}/chat/completions", json={
@@ -196,6 +198,9 @@ def test_doctor_names_the_user_gguf_and_its_first_token(tmp_path: Path, isolated
     model = next(c for c in json.loads(out.getvalue())["checks"] if c["name"] == "model")
     assert model["status"] == "pass", model
     assert "the GGUF file my-model.Q4_1.gguf" in model["detail"] and model["data"]["first_token_s"] > 0
+    # The key sent to the embedded server is redacted from all output from now on: it must be
+    # no word messages use (it was "local": "the embedded *** LLM").
+    assert redact("the embedded local LLM") == "the embedded local LLM"
 
 
 # --- doctor without llama.cpp ------------------------------------------------------------------------
@@ -348,3 +353,22 @@ def test_a_gguf_file_is_picked_and_checked_on_save(qtbot: object, monkeypatch: p
     dialog.accept()
     saved, _ = load_settings(path)
     assert saved.llm.local_model == str(good) and saved.llm.base_url is None
+
+
+def test_leaving_ollama_for_the_bundled_model_empties_its_endpoint(
+        qtbot: object, ollama: FakeOllama, isolated_dirs: Path) -> None:
+    from app.ui.settings_dialog import SettingsDialog
+
+    settings = Settings()
+    settings.llm.provider, settings.llm.model = "ollama", "qwen2.5:3b"
+    settings.llm.base_url = f"http://{ollama.host}/v1"
+    settings.llm.send_prompt_cache_key = False
+    dialog = _dialog(qtbot, settings, isolated_dirs / "settings.toml")
+    assert isinstance(dialog, SettingsDialog)
+    assert dialog.local_kind.currentData() == "ollama" and dialog.ollama_model.currentText() == "qwen2.5:3b"
+    index = dialog.local_kind.findData("bundled")
+    dialog.local_kind.setCurrentIndex(index)
+    dialog.local_kind.activated.emit(index)
+    llm = dialog.collect().llm
+    assert (llm.provider, llm.base_url, llm.model, llm.local_model) == ("custom", None, None, "bundled")
+    assert llm.send_prompt_cache_key is True  # the default again, not Ollama's

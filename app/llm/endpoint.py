@@ -19,9 +19,12 @@ log = logging.getLogger(__name__)
 
 LOCAL_MODEL = "SmolLM2-135M-Instruct"
 """The bundled model's name, as the client sends it and as prices and logs show it."""
+NO_KEY = "not-needed"
+"""The key sent where none is needed (the embedded server, a keyless local server): every
+key is redacted from all output, so it must be no word a message uses ("local" was)."""
 BUNDLED = "bundled"
 """``[llm] local_model`` for the shipped model (any other value is a GGUF file's path)."""
-__all__ = ["BUNDLED", "LOCAL_MODEL", "LlmEndpoint", "LocalModelError", "bundled_local_model",
+__all__ = ["BUNDLED", "LOCAL_MODEL", "NO_KEY", "LlmEndpoint", "LocalModelError", "bundled_local_model",
            "local_model_name", "local_model_path", "resolve_llm_endpoint"]
 
 
@@ -70,4 +73,4 @@ def resolve_llm_endpoint(settings: Settings, *, base_url: str | None = None, api
     if url is None and key is None:
         return None
     url = url or "https://api.openai.com/v1"
-    return LlmEndpoint(url, key or "not-needed", chosen_model or "gpt-4o-mini", local=False)
+    return LlmEndpoint(url, key or NO_KEY, chosen_model or "gpt-4o-mini", local=False)

@@ -39,6 +39,12 @@ from app.llm.errors import LlmError
 from app.llm.gguf import LocalModelError, check_gguf
 
 MODEL_ALIAS = "smollm2-135m-instruct"
+BUNDLED_N_CTX = 2048
+"""The bundled model's context: its compact prompt keeps no history (app.prompt.builder)."""
+CHOSEN_N_CTX = 8192
+"""A chosen model's context: it gets the full prompt — résumé, job description and up to
+8 turns of answers of up to 300 tokens, ~5k tokens at most — and 8k is what current small
+models are trained for; more would only grow the KV cache (~1 GB at 8k for a 7B model)."""
 INSTALL_HINT = (
     "the embedded local LLM is not installed: pip install 'interview-copilot[local]' "
     "(build with CMAKE_ARGS=-DGGML_NATIVE=OFF)"
@@ -66,7 +72,7 @@ class LocalServer:
     def __init__(
         self,
         model_path: str | os.PathLike[str] | None = None,
-        n_ctx: int = 2048,
+        n_ctx: int | None = None,
         n_threads: int | None = None,
         *,
         log_path: str | os.PathLike[str] | None = None,
@@ -74,7 +80,7 @@ class LocalServer:
     ) -> None:
         self.model_path = Path(model_path) if model_path is not None else None
         """None = the bundled SmolLM2 (:func:`app.bundled.fast_model`)."""
-        self.n_ctx = n_ctx
+        self.n_ctx = n_ctx or (BUNDLED_N_CTX if model_path is None else CHOSEN_N_CTX)
         self.n_threads = n_threads or server_threads()
         """Unset: what the recogniser and the words model leave (see :mod:`app.cores`)."""
         self.log_path = Path(log_path) if log_path is not None else None

@@ -37,7 +37,7 @@ from PySide6.QtWidgets import (
 )
 
 from app import secrets
-from app.config import PROVIDER_PRESETS, Settings, save_settings
+from app.config import PROVIDER_PRESETS, LlmConfig, Settings, save_settings
 from app.llm.endpoint import BUNDLED, bundled_local_model
 from app.llm.gguf import LocalModelError, check_gguf
 from app.llm.ollama import OllamaFound, find_ollama
@@ -297,6 +297,9 @@ class SettingsDialog(QDialog):
             self.provider_note.setText("")
             self.base_url.setText("")
             self.model.setText("")
+            before = self._original.llm if self._original.llm.provider != OLLAMA else LlmConfig()
+            self.send_cache_key.setChecked(before.send_prompt_cache_key)  # as they were before Ollama's
+            self.send_usage.setChecked(before.send_include_usage)
         self._show_local_rows()
         self._update_local_note()
 
