@@ -372,3 +372,53 @@ def test_leaving_ollama_for_the_bundled_model_empties_its_endpoint(
     llm = dialog.collect().llm
     assert (llm.provider, llm.base_url, llm.model, llm.local_model) == ("custom", None, None, "bundled")
     assert llm.send_prompt_cache_key is True  # the default again, not Ollama's
+
+
+def test_the_window_shows_a_bad_model_file_in_a_banner(qtbot: object, tmp_path: Path, decoder: object,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    from app.ui.window import MainWindow
+    from tests.ui_fakes import AcceptingBackend
+
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    bad = _not_gguf(tmp_path)
+    settings = Settings()
+    settings.llm.local_model = str(bad)
+    session = Session(settings, audio_file=synth("What is a hash map?"), decoder=decoder)  # type: ignore[arg-type]
+    window = MainWindow(session, settings, settings_path=tmp_path / "s.toml",
+                        hotkey_backend=AcceptingBackend(), state_file=tmp_path / "w.ini")
+    qtbot.addWidget(window)  # type: ignore[attr-defined]
+    try:
+        session.start()
+        qtbot.waitUntil(lambda: any(str(bad) in t for t in window.banners.texts()),  # type: ignore[attr-defined]
+                        timeout=30_000)
+        qtbot.waitUntil(lambda: session.state == "failed", timeout=10_000)  # type: ignore[attr-defined]
+    finally:
+        window.close_resources()
+        session.shutdown()
+    text = next(t for t in window.banners.texts() if str(bad) in t)
+    assert text.startswith("Llm: ") and "not a GGUF file" in text
+    assert not session.listening  # Start is offered again, with nothing left listening
+
+
+@pytest.mark.local_llm
+@needs_llama
+def test_a_session_answers_from_a_user_gguf(tmp_path: Path, decoder: object) -> None:
+    """The whole path: the session starts the embedded server on the user's file and the
+    answer comes from it, under the file's name, with the full prompt."""
+    from app.events import AnswerDoneEvent, RequestEvent, StatusEvent
+
+    settings = Settings()
+    settings.llm.local_model = str(_user_gguf(tmp_path))
+    session = Session(settings, audio_file=synth("What is a hash map?"), decoder=decoder)  # type: ignore[arg-type]
+    events = EventRecorder()
+    session.bus.subscribe(events)
+    try:
+        session.run_file(timeout=180)
+    finally:
+        session.shutdown()
+    assert session.failure is None
+    assert any("answers from my-model.Q4_1 at http://127.0.0.1:" in e.message for e in events.of(StatusEvent))
+    assert any(e.message == "my-model.Q4_1 is ready" for e in events.of(StatusEvent))
+    assert events.of(RequestEvent)
+    done = [d for d in events.of(AnswerDoneEvent) if d.error is None]
+    assert done and done[-1].text.strip()
