@@ -392,12 +392,14 @@ def test_the_window_shows_a_bad_model_file_in_a_banner(qtbot: object, tmp_path: 
         qtbot.waitUntil(lambda: any(str(bad) in t for t in window.banners.texts()),  # type: ignore[attr-defined]
                         timeout=30_000)
         qtbot.waitUntil(lambda: session.state == "failed", timeout=10_000)  # type: ignore[attr-defined]
+        # Start is offered again, and nothing is left listening on a half-failed session.
+        qtbot.waitUntil(lambda: session.listener is None, timeout=10_000)  # type: ignore[attr-defined]
+        assert not session.listening and window.status.state == "failed"
     finally:
         window.close_resources()
         session.shutdown()
     text = next(t for t in window.banners.texts() if str(bad) in t)
     assert text.startswith("Llm: ") and "not a GGUF file" in text
-    assert not session.listening  # Start is offered again, with nothing left listening
 
 
 @pytest.mark.local_llm
