@@ -258,6 +258,10 @@ class LlmConfig(_Section):
     base_url: str | None = None
     """None = the embedded local server (or OPENAI_BASE_URL)."""
     model: str | None = None
+    local_model: str = Field(default="bundled", min_length=1)
+    """What the embedded server loads when it answers (no base URL, no key): "bundled"
+    (SmolLM2-135M, shipped) or the path of a GGUF file (any llama.cpp model).  Checked when
+    the server starts, not here: a file moved away must not reset the setting."""
     send_prompt_cache_key: bool = True
     send_include_usage: bool = True
     http2: bool = False

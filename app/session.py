@@ -34,7 +34,14 @@ from app.config import Settings
 from app.events import ErrorEvent, EventBus, SessionState, SessionStateEvent, StatusEvent
 from app.listener import Listener, ListenerOptions
 from app.llm.client import LlmClient
-from app.llm.endpoint import LOCAL_MODEL, LlmEndpoint
+from app.llm.endpoint import (
+    LOCAL_MODEL,
+    NO_KEY,
+    LlmEndpoint,
+    LocalModelError,
+    local_model_name,
+    local_model_path,
+)
 from app.llm.errors import LlmError
 from app.llm.local_server import LocalServer
 from app.prompt.builder import PromptBuilder
@@ -375,6 +382,15 @@ class Session:
         configured, started on first use) or one the caller marked local."""
         return self._llm is None or self._llm.local
 
+    @property
+    def _answers_bundled(self) -> bool:
+        """The answers come from the bundled 135M model, which gets the compact prompt; a
+        GGUF file the user chose is a model they picked for being better: the full prompt
+        (docs/decisions/00XX-local-model-choice.md)."""
+        if self._llm is None:
+            return local_model_name(self.settings.llm) == LOCAL_MODEL
+        return self._llm.model == LOCAL_MODEL
+
     def listening_settings(self) -> Settings:
         """The settings the listener runs with: the embedded server's own endpoint wait."""
         if not (self._answers and self._answers_locally):
@@ -387,7 +403,7 @@ class Session:
         llm = self._llm
         engine = AnswerEngine(
             self.settings, self.bus, self.clock, self._prompt(self.settings.asr.language), self._make_client,
-            model=llm.model if llm else LOCAL_MODEL, session_id=self.session_id,
+            model=llm.model if llm else local_model_name(self.settings.llm), session_id=self.session_id,
             base_url=llm.base_url if llm else "", strategy=self._strategy,
             prime_cache=self._answers_locally, one_at_a_time=self._answers_locally,
             prompt_for_language=self._prompt)
@@ -414,17 +430,31 @@ class Session:
                          send_cache_key=llm.send_prompt_cache_key, send_include_usage=llm.send_include_usage)
 
     def _start_local_server(self) -> LlmEndpoint:
+        try:
+            path = local_model_path(self.settings.llm)
+        except LocalModelError as exc:
+            self._local_model_failed(str(exc))
+            raise LlmError("not_found", str(exc), retryable=False) from exc
+        name = local_model_name(self.settings.llm)
         with self._lock:
             if self._shut:
                 raise LlmError("server", "the session is shutting down", retryable=False)
-            server = self._local_server = LocalServer()
-        self._status("llm", "starting the embedded local LLM (no API key configured)")
+            server = self._local_server = LocalServer(path, model_alias=None if path is None else name)
+        self._status("llm", f"starting the embedded local LLM on {name} (no API key configured)")
         try:
             url = server.start()
         except LlmError as exc:
             raise LlmError(exc.kind, f"{exc} Captions keep working; answers need an endpoint.",
                            retryable=False) from exc
-        return LlmEndpoint(url, "local", LOCAL_MODEL, local=True)
+        return LlmEndpoint(url, NO_KEY, name, local=True)
+
+    def _local_model_failed(self, message: str) -> None:
+        """The model file the user chose cannot be loaded: a setting to fix, like an audio
+        device that cannot be opened, so the session fails as a config problem (a headless
+        run exits with its code) and stops listening rather than run on half-failed."""
+        self.bus.emit(ErrorEvent(t=self.clock.now(), stage="llm", message=message))
+        self._fail("config", message, report=False)
+        self._stop_listening(QUIT_LISTENING_S)
 
     def _stop_local_server(self) -> None:
         with self._lock:
@@ -457,7 +487,7 @@ class Session:
         spoken = "en" if language == AUTO else language
         return PromptBuilder(self.settings.prompt.system_prompt, resume, job,
                              prompt_language(spoken, self.settings.asr.chinese_script),
-                             compact=self._llm is None or self._llm.model == LOCAL_MODEL)
+                             compact=self._answers_bundled)
 
     # --- state ---------------------------------------------------------------------------
 

