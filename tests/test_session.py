@@ -46,7 +46,7 @@ def test_stop_then_start_keeps_turn_ids_unique(decoder: WhisperDecoder) -> None:
         session.start()
         seen.wait(FinalEvent, 1)
         session.stop()
-        assert session.state == "idle" and not session.listening
+        assert session.wait(WEDGED_S) == "idle" and not session.listening
         session.start()  # the same file again: a new question for the session
         seen.wait(FinalEvent, 2)
     finally:

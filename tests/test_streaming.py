@@ -18,6 +18,7 @@ from app.audio.resample import frames_of
 from app.clock import SessionClock
 from app.config import AsrConfig
 from app.events import ErrorEvent, FinalEvent, PartialEvent
+from tests.hooks import RecognitionRecorder
 from tests.speech import read_wav, synth
 
 QUESTION = "Why are you interested in this role and what do you know about our team?"
@@ -65,8 +66,13 @@ def _run(decoder: WhisperDecoder, speaker_pauses: bool) -> tuple[_HeldDecoder, l
     partials: list[PartialEvent] = []
     errors: list[ErrorEvent] = []
     finals: list[FinalEvent] = []
+    def record(said: object) -> None:
+        for kind, seen in ((PartialEvent, partials), (FinalEvent, finals), (ErrorEvent, errors)):
+            if isinstance(said, kind):
+                seen.append(said)  # type: ignore[arg-type]
+
     rec = StreamingRecognizer(held, AsrConfig(), SessionClock(),  # type: ignore[arg-type]
-                              on_partial=partials.append, on_final=finals.append, on_error=errors.append)
+                              RecognitionRecorder(record))
     rec.start()
     speech = read_wav(synth(QUESTION, lead_s=0.0, tail_s=0.1))
     voiced = -(-len(speech) // FRAME_SAMPLES)  # the question's frames, then 6 of silence
