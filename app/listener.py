@@ -394,11 +394,15 @@ class Listener:
     def on_language(self, event: LanguageEvent) -> None:
         """An ``auto`` session settled its language: end words and particles follow it."""
         with self._lock:
-            self._endpointer.set_language(event.language)
-            if event.language not in self._words_languages:
-                self._scoring = False  # the words model was not checked on this language
-                self._endpointer.expect_words(False)
+            self._language_settled(event)
         self._bus.emit(event)
+
+    def _language_settled(self, event: LanguageEvent) -> None:
+        """(Lock held.)  A language the words model was not checked on stops its scoring."""
+        self._endpointer.set_language(event.language)
+        if event.language not in self._words_languages:
+            self._scoring = False
+            self._endpointer.expect_words(False)
 
     # --- decisions ----------------------------------------------------------------------
 
@@ -429,16 +433,17 @@ class Listener:
                 self._vad.request_end()
                 self._turn = None
                 self._closed = _Closed(decision.turn, self._audio_now - decision.silence)
-                final = self._recognizer.finalize(decision.turn)
-                if final is not None:
-                    events.append(final)
+                for said in self._recognizer.finalize(decision.turn):
+                    if isinstance(said, LanguageEvent):
+                        self._language_settled(said)
+                    events.append(said)
         return events
 
     def _emit(self, events: list[Event]) -> None:
         for event in events:
             if isinstance(event, FinalEvent) and self._echoed(event.turn, event.audio_end):
                 continue
-            if self._options.asks or isinstance(event, PartialEvent | FinalEvent):
+            if self._options.asks or isinstance(event, PartialEvent | FinalEvent | LanguageEvent):
                 self._bus.emit(event)
 
     def _echoed(self, turn: int, until: float) -> bool:

@@ -44,8 +44,7 @@ class RecognitionHooks(Protocol):
     """How a recogniser reports to its owner (the listener), one protocol for all it says.
 
     Every hook is called on the decoding thread (``asr-worker``) without the worker's
-    lock held, except ``on_language`` for a final reused at once, which
-    :meth:`StreamingRecognizer.finalize` settles on its caller's thread.
+    lock held (what :meth:`StreamingRecognizer.finalize` settles at once, it returns).
     """
 
     def on_partial(self, event: PartialEvent) -> None:
@@ -196,16 +195,18 @@ class StreamingRecognizer:
         """Where a pass over this utterance ends: the last voiced frame plus the hangover."""
         return utt.last_voiced_end + self._hangover
 
-    def finalize(self, utterance: int) -> FinalEvent | None:
+    def finalize(self, utterance: int) -> list[FinalEvent | LanguageEvent]:
         """The turn is over: its final, at once when the last partial heard it all.
 
-        Returns that final for the caller to emit; otherwise a final pass is queued and its
-        result goes to the hooks' ``on_final`` from the worker.
+        Returns that final for the caller to emit, after the language it settled if it did
+        (not told to ``on_language``: the caller decides the endpoint under its own lock,
+        which that hook takes); otherwise a final pass is queued and its result goes to
+        the hooks' ``on_final`` from the worker.
         """
         with self._cond:
             utt = self._current
             if utt is None or utt.number != utterance:
-                return None
+                return []
             self._current = None
             self._last = utt
             self._pass_wanted = self._pause_pass_wanted = False
@@ -218,10 +219,8 @@ class StreamingRecognizer:
             else:
                 self._finals.append(_FinalJob(utt, until))
                 self._cond.notify_all()
-                return None
-        if locked:
-            self._emit_language(locked)
-        return final
+                return []
+        return [locked, final] if locked else [final]
 
     def resume(self, utterance: int, recent: list[AudioFrame]) -> bool:
         """The speaker went on after the endpoint: reopen the utterance just finalized.
