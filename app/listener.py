@@ -6,10 +6,15 @@ their results into events.  Threads:
 - the audio source's thread runs the VAD and the endpoint ticks (microseconds a frame),
   and is the only thread that touches the VAD's state;
 - the ASR worker decodes and hands partials to the end-of-turn decision;
-- any thread may call :meth:`Listener.answer_now`.
+- the session's own thread calls :meth:`Listener.answer_now` (the window's and the
+  command line's calls reach it as commands).
 
 Decisions are made under one lock; the events they produce are emitted after it is
 released, so a slow consumer never holds up audio capture or decoding.
+
+The listener reports to its owner through one protocol, :class:`ListenerHooks` (the
+session implements it), and hears its recogniser through another
+(:class:`~app.asr.streaming.RecognitionHooks`, which the listener implements).
 
 Turn ids come from the session (``next_turn``), so they stay unique across Stop/Start.
 When the interviewer speaks again within the continuation window after an endpoint, the
@@ -31,6 +36,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -68,6 +74,36 @@ _KEPT_TURN_STARTS = 8
 """A final arrives at most a couple of turns after its own began."""
 
 
+class ListenerHooks(Protocol):
+    """How a listener reports to the session that owns it (the session implements this).
+
+    Each hook names the thread it is called on; all are called without the listener's
+    lock held, except :meth:`next_turn` (a counter).  ``speaker`` says which listener calls.
+    """
+
+    def next_turn(self) -> int:
+        """A new turn id, unique in the session across Stop/Start and both voices
+        (audio thread, under the listener's lock)."""
+
+    @property
+    def scores_turns(self) -> bool:
+        """The owner has end-of-turn models (:meth:`turn_signals`) for an interviewer's
+        listener whose policy is ``signals``."""
+
+    def turn_signals(self) -> TurnSignals:
+        """Load the end-of-turn models (once per session: the owner caches), on the
+        listener's ``turn-signals`` thread, so seconds of loading never hold up listening."""
+
+    def frame_heard(self, speaker: Speaker, frame: AudioFrame) -> None:
+        """Every frame, as captured (audio thread): the echo gate's reference."""
+
+    def speech_started(self, speaker: Speaker, t: float) -> None:
+        """This speaker started talking at audio time ``t`` (audio thread)."""
+
+    def source_failed(self, speaker: Speaker, message: str) -> None:
+        """The audio source is lost (audio thread), after the error event was emitted."""
+
+
 @dataclass(frozen=True, slots=True)
 class ListenerOptions:
     """Switches the benchmark's baseline modes turn off; the defaults are the product."""
@@ -99,31 +135,24 @@ class _Closed:
 
 
 class Listener:
+    """One speaker's listening half; implements :class:`RecognitionHooks` for its recogniser."""
+
     def __init__(self, source: AudioSource, decoder: WhisperDecoder, settings: Settings,
-                 bus: EventBus, clock: SessionClock, next_turn: Callable[[], int],
+                 bus: EventBus, clock: SessionClock, hooks: ListenerHooks,
                  options: ListenerOptions = ListenerOptions(), *,
-                 on_source_error: Callable[[str], None] | None = None,
                  worker: DecodeWorker | None = None,
-                 tap: Callable[[AudioFrame], None] | None = None,
-                 echo: EchoGate | None = None,
-                 on_speech: Callable[[float], None] | None = None,
-                 turn_signals: Callable[[], TurnSignals] | None = None) -> None:
-        """``worker``: the session's shared decoding thread; ``tap`` sees every frame (the
-        echo gate's reference); ``echo`` judges this (candidate's) microphone's frames;
-        ``on_speech`` is told (with the audio time) when this speaker starts talking;
-        ``turn_signals`` loads the end-of-turn models (once per session: the caller caches)."""
+                 echo: EchoGate | None = None) -> None:
+        """``hooks``: the owner this listener reports to; ``worker``: the session's shared
+        decoding thread; ``echo`` judges this (candidate's) microphone's frames."""
         self._source = source
         self._bus = bus
         self._clock = clock
         self._settings = settings
-        self._next_turn = next_turn
+        self._hooks = hooks
         self._options = options
-        self._on_source_error_cb = on_source_error
-        self._tap = tap
         self._echo = echo
         self._began: dict[int, float] = {}
         """Audio time each of the latest turns began (echo is judged from there)."""
-        self._on_speech = on_speech
         turns = settings.turns
         if not options.question_shortcut:
             turns = turns.model_copy(update={"endpoint_question_silence_ms": turns.endpoint_silence_ms})
@@ -134,14 +163,12 @@ class Listener:
         self._endpointer = Endpointer(turns, settings.asr.language, fillers,
                                       guess_ahead=options.guess_ahead)
         self._recognizer = StreamingRecognizer(
-            decoder, settings.asr, clock, on_partial=self._on_partial, on_final=self._on_final,
-            on_error=bus.emit, on_language=self._on_language, on_no_words=self._on_no_words,
-            hangover_s=settings.vad.hangover_ms / 1000, reuse_final=options.reuse_final,
-            periodic=echo is None, speaker=options.speaker, worker=worker)
+            decoder, settings.asr, clock, self, hangover_s=settings.vad.hangover_ms / 1000,
+            reuse_final=options.reuse_final, periodic=echo is None, speaker=options.speaker, worker=worker)
         self._meter = LevelMeter(clock, speaker=options.speaker)
-        scored = options.asks and turns.policy == "signals"
-        self._signals = SignalWorker(turn_signals, self._on_signals, self._on_signals_ready) \
-            if scored and turn_signals is not None else None
+        scored = options.asks and turns.policy == "signals" and hooks.scores_turns
+        self._signals = SignalWorker(hooks.turn_signals, self._on_signals, self._on_signals_ready) \
+            if scored else None
         self._scoring = self._signals is not None
         """Partials go to the end-of-turn models (off once the language is one they do not know)."""
         self._words_languages = set(turns.words_languages)
@@ -223,8 +250,7 @@ class Listener:
         level = self._meter.feed(frame)
         if level is not None:
             self._bus.emit(level)
-        if self._tap is not None:
-            self._tap(frame)
+        self._hooks.frame_heard(self._options.speaker, frame)
         if self._echo is not None:
             self._echo.decide(frame)
         step = self._vad.process(frame)  # the VAD's state changes here only, on this thread
@@ -243,8 +269,8 @@ class Listener:
                 else:
                     events += self._advance(frame, step)
         self._emit(events)
-        if step.onset and self._on_speech is not None:
-            self._on_speech(step.onset[0].t)
+        if step.onset:
+            self._hooks.speech_started(self._options.speaker, step.onset[0].t)
 
     def _advance(self, frame: AudioFrame, step: VadStep) -> list[Event]:
         """A frame inside the turn: pauses, the end-of-turn tick, the forced endpoint."""
@@ -311,7 +337,7 @@ class Listener:
             self._recognizer.resume(closed.turn, list(self._recent))
             events.append(ResumedEvent(t=now, turn=closed.turn, pause=round(pause, 4)))
         else:
-            self._turn = self._next_turn()
+            self._turn = self._hooks.next_turn()
             self._recognizer.begin(self._turn, onset)
             self._began[self._turn] = onset[0].t
             while len(self._began) > _KEPT_TURN_STARTS:
@@ -321,16 +347,15 @@ class Listener:
 
     def _on_source_error(self, message: str) -> None:
         self._bus.emit(ErrorEvent(t=self._clock.now(), stage=AUDIO_ERROR, message=message))
-        if self._on_source_error_cb is not None:
-            self._on_source_error_cb(message)
+        self._hooks.source_failed(self._options.speaker, message)
 
     def _on_source_warning(self, message: str) -> None:
         """Shown like an error (a banner, the CLI's stderr), but the run goes on."""
         self._bus.emit(ErrorEvent(t=self._clock.now(), stage=AUDIO_ERROR, message=message))
 
-    # --- ASR worker thread -------------------------------------------------------------
+    # --- ASR worker thread: RecognitionHooks ---------------------------------------------
 
-    def _on_partial(self, partial: PartialEvent) -> None:
+    def on_partial(self, partial: PartialEvent) -> None:
         if self._echo is None:
             self._bus.emit(partial)
         text = partial.hypothesis or partial.text
@@ -344,7 +369,7 @@ class Listener:
                 self._signals.submit(SignalRequest(partial.turn, text, partial.audio_end))
         self._emit(events)
 
-    def _on_no_words(self, turn: int, audio_end: float) -> None:
+    def on_no_words(self, turn: int, audio_end: float) -> None:
         with self._lock:
             self._endpointer.no_words(turn, audio_end)
 
@@ -360,17 +385,24 @@ class Listener:
         self._decide(lambda: self._endpointer.eot(result.turn, result.text, result.audio_end, self._audio_now,
                                                   words_logp=result.words_logp, sound_p=result.sound_p))
 
-    def _on_final(self, final: FinalEvent) -> None:
+    def on_final(self, final: FinalEvent) -> None:
         self._emit([final])
 
-    def _on_language(self, event: LanguageEvent) -> None:
+    def on_error(self, event: ErrorEvent) -> None:
+        self._bus.emit(event)
+
+    def on_language(self, event: LanguageEvent) -> None:
         """An ``auto`` session settled its language: end words and particles follow it."""
         with self._lock:
-            self._endpointer.set_language(event.language)
-            if event.language not in self._words_languages:
-                self._scoring = False  # the words model was not checked on this language
-                self._endpointer.expect_words(False)
+            self._language_settled(event)
         self._bus.emit(event)
+
+    def _language_settled(self, event: LanguageEvent) -> None:
+        """(Lock held.)  A language the words model was not checked on stops its scoring."""
+        self._endpointer.set_language(event.language)
+        if event.language not in self._words_languages:
+            self._scoring = False
+            self._endpointer.expect_words(False)
 
     # --- decisions ----------------------------------------------------------------------
 
@@ -401,16 +433,17 @@ class Listener:
                 self._vad.request_end()
                 self._turn = None
                 self._closed = _Closed(decision.turn, self._audio_now - decision.silence)
-                final = self._recognizer.finalize(decision.turn)
-                if final is not None:
-                    events.append(final)
+                for said in self._recognizer.finalize(decision.turn):
+                    if isinstance(said, LanguageEvent):
+                        self._language_settled(said)
+                    events.append(said)
         return events
 
     def _emit(self, events: list[Event]) -> None:
         for event in events:
             if isinstance(event, FinalEvent) and self._echoed(event.turn, event.audio_end):
                 continue
-            if self._options.asks or isinstance(event, PartialEvent | FinalEvent):
+            if self._options.asks or isinstance(event, PartialEvent | FinalEvent | LanguageEvent):
                 self._bus.emit(event)
 
     def _echoed(self, turn: int, until: float) -> bool:

@@ -3,8 +3,15 @@ its answer engine.  The window and the command line both drive a :class:`Session
 
 States: ``idle → starting → listening → stopping → idle``; ``failed`` when the audio
 cannot be opened or dies in a session that must not go on without it.  Every change is
-a ``session`` event.  Start-up runs on its own thread and checks a cancel flag between
-its steps, so Stop works while starting and quitting never waits for it.  Listening
+a ``session`` event.
+
+The session's state (its state, listeners, answer engine) has one owner: the ``session``
+thread, which runs the front end's calls as commands from a queue, in the order they
+were made.  The calls return at once, so the window never waits for Stop's joins and
+never emits on the bus.  Start-up runs on a thread of its own (``session-start``) and
+checks a cancel flag between its steps, so Stop works while starting and quitting never
+waits for it; what it builds (the listeners, the engine) it hands to the session thread,
+which installs it only if that start is still the current one.  Listening
 begins as soon as the audio is open; the answer engine (which may start the embedded
 LLM server, seconds) comes up beside it, and a question asked meanwhile waits for it.  A
 recording replayed with the embedded LLM starts playing once that is ready.
@@ -18,10 +25,15 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import itertools
+import queue
 import threading
 import uuid
+from collections.abc import Callable
+from concurrent.futures import Future
+from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
-from typing import Literal, Protocol
+from typing import Literal, Protocol, TypeVar
 
 from app.answer.engine import AnswerEngine, Strategy
 from app.asr.decoder import AUTO, WhisperDecoder, load_decoder
@@ -29,9 +41,10 @@ from app.asr.glossary import pick_terms
 from app.asr.worker import DecodeWorker
 from app.audio import AudioError, AudioSource, FileSource, open_source, source_from_config
 from app.audio.echo import HEADPHONES_HINT, EchoGate
+from app.audio.frames import AudioFrame
 from app.clock import Deadline, SessionClock
 from app.config import Settings
-from app.events import ErrorEvent, EventBus, SessionState, SessionStateEvent, StatusEvent
+from app.events import ErrorEvent, EventBus, SessionState, SessionStateEvent, Speaker, StatusEvent
 from app.listener import Listener, ListenerOptions
 from app.llm.client import LlmClient
 from app.llm.endpoint import (
@@ -59,6 +72,24 @@ QUIT_LISTENING_S = 1.5
 """What quitting waits for the listening half: noticing a lost device takes up to ~2.5 s
 (see app/audio/device.py), and a run whose device died must be over within 5 s of it."""
 
+T = TypeVar("T")
+Command = Callable[[], None]
+
+
+@dataclass(frozen=True, slots=True)
+class _Listening:
+    """What one start listens with, published whole by the session thread."""
+
+    interviewer: Listener
+    candidate: Listener | None
+    echo: EchoGate | None
+    names: str
+    """The sources, as the status line says them."""
+
+    @property
+    def listeners(self) -> list[Listener]:
+        return [self.interviewer] + ([self.candidate] if self.candidate is not None else [])
+
 
 class Controller(Protocol):
     """What a front end (the window, a scripted demo) may ask of a running session.
@@ -78,7 +109,8 @@ class Controller(Protocol):
         """Stop listening, also while starting; answers in flight finish."""
 
     def shutdown(self) -> None:
-        """Stop everything (audio, ASR, answer engine, local LLM server) before exit."""
+        """Stop everything (audio, ASR, answer engine, local LLM server) before exit; the
+        one call that waits (each step bounded): the caller is about to exit."""
 
     def answer_now(self) -> None:
         """Force the endpoint: treat what was heard so far as the whole question."""
@@ -131,14 +163,27 @@ class Session:
         self._decoder = decoder or load_decoder(settings.asr)
         self._turn_ids = itertools.count(1)
         self._lock = threading.Lock()
+        """Guards the command queue's counts, ``_shut`` and ``_local_server``; ``_changed``
+        (the same lock) tells waiters the state or the counts moved."""
         self._changed = threading.Condition(self._lock)
+        self._commands: queue.SimpleQueue[Command] = queue.SimpleQueue()
+        self._thread: threading.Thread | None = None
+        """The ``session`` thread: started by the first command, ended by shutdown."""
+        self._posted = self._done = 0
+        self._open = True
+        """Commands are taken (False once shutdown has drained the queue)."""
+        self.closed = threading.Event()
+        """Set when shutdown is over: nothing of the session runs any more."""
+        # --- owned by the session thread (others only read a reference) ---
         self._state: SessionState = "idle"
-        self._cancel = threading.Event()
-        self._shut = False
+        self._generation = 0
+        """Which start is current: a start-up that was stopped hands over nothing."""
         self._starter: threading.Thread | None = None
-        self._listener: Listener | None = None
-        """The interviewer's: the one that asks."""
-        self._candidate: Listener | None = None
+        self._listening: _Listening | None = None
+        # --- shared, each safe on its own ---
+        self._cancel = threading.Event()
+        """Set by Stop and shutdown: start-up checks it between its steps."""
+        self._shut = False
         self._worker = DecodeWorker()
         """One decoding thread for both voices, the interviewer's passes first."""
         self._turn_signals: TurnSignals | None = None
@@ -160,88 +205,237 @@ class Session:
         return self._state in ("starting", "listening")
 
     def start(self) -> None:
-        """Start listening on a thread of its own; problems arrive as events."""
-        with self._lock:
-            if self._shut or self._state not in ("idle", "failed"):
-                return
-            self._cancel.clear()
-            self.failure = None
-            starter = threading.Thread(target=self._start_steps, name="session-start", daemon=True)
-            self._starter = starter
-        self._set_state("starting")
-        starter.start()
+        """Start listening (start-up on a thread of its own); problems arrive as events."""
+        self._post(self._start)
 
     def stop(self) -> None:
         """Stop listening (also while starting); answers in flight finish."""
-        self._stop(LISTENER_STOP_S)
+        self._post(partial(self._stop, LISTENER_STOP_S))
+
+    def answer_now(self) -> None:
+        """The endpoint decision runs on the session thread, in the listener's lock."""
+        self._post(self._answer_now)
+
+    def cancel_answer(self) -> None:
+        self._post(partial(self._on_engine, AnswerEngine.cancel_answer))
+
+    def retract_answer(self) -> None:
+        self._post(partial(self._on_engine, AnswerEngine.retract_answer))
+
+    def regenerate(self) -> None:
+        self._post(partial(self._on_engine, AnswerEngine.regenerate))
+
+    def set_low_latency(self, on: bool) -> None:
+        self._post(partial(self._set_low_latency, on))
+
+    @property
+    def low_latency(self) -> bool:
+        engine = self._engine
+        return engine.low_latency if engine is not None else self.settings.answer.low_latency
+
+    def shutdown(self, timeout: float = 5.0) -> None:
+        """Stop everything before exit; idempotent, bounded, leaves no child process.
+
+        Runs on the session thread after the commands already asked for; the caller waits
+        for it (a headless run must know the session is saved before it exits).  The
+        listening half gets :data:`QUIT_LISTENING_S`: its threads are daemons, so a pass
+        still running when that is over is simply dropped.
+        """
+        with self._lock:
+            first = not self._shut
+            self._shut = True
+            self._cancel.set()  # a start-up in progress gives up at its next step
+        if threading.current_thread() is self._thread:
+            if first:
+                self._shutdown(timeout)
+            return
+        if first:
+            self._post(partial(self._shutdown, timeout))
+        # each step is bounded; their sum, should a Stop be running first
+        self.closed.wait(LISTENER_STOP_S + 2 * QUIT_LISTENING_S + 4 * timeout)
+
+    def wait(self, timeout: float | None = None) -> SessionState:
+        """Block until the commands asked for so far have run and the session is no longer
+        starting, listening or stopping (headless runs)."""
+        with self._changed:
+            asked = self._posted
+            self._changed.wait_for(lambda: self._done >= asked and (
+                not self._open or self._state not in ("starting", "listening", "stopping")), timeout)
+            return self._state
+
+    # --- the session thread ----------------------------------------------------------------
+
+    def _post(self, command: Command) -> bool:
+        """Queue ``command`` for the session thread (started by the first one); dropped
+        (False) once shutdown is over."""
+        with self._changed:
+            if not self._open:
+                return False
+            self._posted += 1
+            self._commands.put(command)
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="session", daemon=True)
+                self._thread.start()
+        return True
+
+    def _call(self, fn: Callable[[], T]) -> T:
+        """Run ``fn`` on the session thread and wait for its result (for a replay's caller,
+        which the session thread never waits on)."""
+        if threading.current_thread() is self._thread:
+            return fn()
+        done: Future[T] = Future()
+
+        def command() -> None:
+            try:
+                done.set_result(fn())
+            except BaseException as exc:
+                done.set_exception(exc)
+
+        if not self._post(command):
+            raise RuntimeError("the session is shut down")
+        return done.result()
+
+    def _run(self) -> None:
+        while True:
+            self._run_one(self._commands.get())
+            with self._changed:
+                if not self._open:
+                    return
+
+    def _run_one(self, command: Command) -> None:
+        try:
+            command()
+        except Exception as exc:  # a bug in one command must not end the session's thread
+            self.bus.emit(ErrorEvent(t=self.clock.now(), stage="app", message=f"{type(exc).__name__}: {exc}"))
+        finally:
+            with self._changed:
+                self._done += 1
+                self._changed.notify_all()
+
+    def _start(self) -> None:
+        generation = self._begin()
+        if not generation:
+            return
+        starter = threading.Thread(target=self._start_steps, args=(generation,),
+                                   name="session-start", daemon=True)
+        self._starter = starter
+        starter.start()
+
+    def _begin(self) -> int:
+        """Enter ``starting`` (session thread): the new start's generation, or 0 when shut
+        or already running (what such a start-up builds is never installed)."""
+        with self._lock:
+            if self._shut or self._state not in ("idle", "failed"):
+                return 0
+            self._cancel.clear()
+        self.failure = None
+        self._generation += 1
+        self._set_state("starting")
+        return self._generation
 
     def _stop(self, timeout: float) -> None:
-        with self._lock:
-            if self._state not in ("starting", "listening"):
-                return
+        if self._state not in ("starting", "listening"):
+            return
         self._set_state("stopping")
         self._stop_listening(timeout)
         self._set_state("idle")
 
     def _stop_listening(self, timeout: float) -> None:
-        with self._lock:
-            self._cancel.set()
-            listeners = [self._listener, self._candidate]
-            self._listener = self._candidate = None
+        self._cancel.set()
+        listening, self._listening = self._listening, None
+        if listening is None:
+            return
         deadline = Deadline(timeout)
-        for listener in listeners:
-            if listener is not None:
-                listener.stop(deadline.left())
+        for listener in listening.listeners:
+            listener.stop(deadline.left())
 
-    def shutdown(self, timeout: float = 5.0) -> None:
-        """Stop everything before exit; idempotent, bounded, leaves no child process.
-
-        The listening half gets :data:`QUIT_LISTENING_S` of it: its threads are daemons,
-        so a pass still running when that is over is simply dropped.
-        """
-        with self._lock:
-            if self._shut:
-                return
-            self._shut = True
+    def _shutdown(self, timeout: float) -> None:
         self._stop(QUIT_LISTENING_S)
         self._stop_listening(QUIT_LISTENING_S)  # also after a failure
         self._stop_local_server()  # unblocks a start-up still waiting for it
         if self._engine is not None:
             self._engine.stop(timeout)
-        if self._starter is not None and self._starter is not threading.current_thread():
+        if self._starter is not None:
             self._starter.join(timeout)
         self._stop_local_server()
+        while True:  # what start-up handed over meanwhile: each sees the session is shut
+            with self._changed:
+                try:
+                    command = self._commands.get_nowait()
+                except queue.Empty:
+                    self._open = False
+                    break
+            self._run_one(command)
+        self.closed.set()
 
-    def wait(self, timeout: float | None = None) -> SessionState:
-        """Block until the session is no longer starting or listening (headless runs)."""
-        with self._changed:
-            self._changed.wait_for(lambda: self._state not in ("starting", "listening", "stopping"), timeout)
-            return self._state
+    def _answer_now(self) -> None:
+        if self._listening is not None:
+            self._listening.interviewer.answer_now()
 
-    def answer_now(self) -> None:
-        if self._listener is not None:
-            self._listener.answer_now()
-
-    def cancel_answer(self) -> None:
+    def _on_engine(self, command: Callable[[AnswerEngine], None]) -> None:
         if self._engine is not None:
-            self._engine.cancel_answer()
+            command(self._engine)
 
-    def retract_answer(self) -> None:
-        if self._engine is not None:
-            self._engine.retract_answer()
-
-    def regenerate(self) -> None:
-        if self._engine is not None:
-            self._engine.regenerate()
-
-    def set_low_latency(self, on: bool) -> None:
+    def _set_low_latency(self, on: bool) -> None:
         if self._engine is not None:
             self._engine.set_low_latency(on)
         self.settings.answer.low_latency = on
 
+    def _use_engine(self, engine: AnswerEngine) -> None:
+        """Start-up brought the answer engine up: it serves the session from now on."""
+        if self._engine is engine:
+            return
+        if self._shut or self._engine is not None:  # shut meanwhile, or a start-up raced another
+            engine.stop()
+            return
+        self._engine = engine
+
+    def _install(self, generation: int, listening: _Listening) -> None:
+        """Start-up's listeners: started if that start is still current, else dropped."""
+        if generation != self._generation or self._cancel.is_set() or self._state != "starting":
+            return
+        self._listening = listening
+        for listener in listening.listeners:
+            listener.start()
+        self._set_state("listening")
+        self._status("audio", f"listening to {listening.names}")
+
+    def _failed(self, generation: int | None, kind: FailureKind, message: str, report: bool = True) -> None:
+        """A failure said by start-up (``generation``: of a start that may be over) or by
+        the audio (None)."""
+        if generation is None or generation == self._generation:
+            self._fail(kind, message, report=report)
+
+    # --- ListenerHooks (on the listeners' threads) ------------------------------------------
+
+    def next_turn(self) -> int:
+        """One counter for both voices and every start."""
+        return next(self._turn_ids)
+
     @property
-    def low_latency(self) -> bool:
-        return self._engine.low_latency if self._engine is not None else self.settings.answer.low_latency
+    def scores_turns(self) -> bool:
+        return True
+
+    def turn_signals(self) -> TurnSignals:
+        return self._load_turn_signals()
+
+    def frame_heard(self, speaker: Speaker, frame: AudioFrame) -> None:
+        """The interviewer's frames are the echo gate's reference."""
+        listening = self._listening
+        if speaker == "interviewer" and listening is not None and listening.echo is not None:
+            listening.echo.feed_reference(frame)
+
+    def speech_started(self, speaker: Speaker, t: float) -> None:
+        """The candidate spoke: the interviewer's next words are a new question."""
+        listening = self._listening
+        if speaker == "candidate" and listening is not None:
+            listening.interviewer.other_spoke(t)
+
+    def source_failed(self, speaker: Speaker, message: str) -> None:
+        """The interviewer's device is gone: the window waits for it to come back, a
+        headless run ends.  (Losing your microphone leaves the interviewer's side going.)"""
+        if speaker == "interviewer" and self._stop_on_audio_error:
+            self._post(partial(self._failed, None, "runtime", message, report=False))
 
     # --- replays -----------------------------------------------------------------------
 
@@ -250,13 +444,17 @@ class Session:
 
         Raises AudioError when the file cannot be played: a replay has nothing else to do.
         """
-        self._set_state("starting")
-        self._start_steps(strict=True)
-        for listener in (self._listener, self._candidate):
-            if listener is not None:
-                listener.finish(timeout)
-        if self._engine is not None:
-            self._engine.wait_idle(timeout)
+        generation = self._call(self._begin)
+        try:
+            self._start_steps(generation, strict=True)
+        finally:
+            self._call(lambda: None)  # what start-up handed over is installed, or its failure said
+        listening = self._listening
+        for listener in listening.listeners if listening is not None else []:
+            listener.finish(timeout)
+        engine = self._engine
+        if engine is not None:
+            engine.wait_idle(timeout)
 
     @property
     def llm(self) -> LlmEndpoint | None:
@@ -269,30 +467,35 @@ class Session:
 
     @property
     def listener(self) -> Listener | None:
-        return self._listener
+        """The interviewer's: the one that asks."""
+        listening = self._listening
+        return listening.interviewer if listening is not None else None
 
     # --- start-up ------------------------------------------------------------------------
 
-    def _start_steps(self, *, strict: bool = False) -> None:
-        """Open the audio, listen, then bring the answer engine up beside it."""
+    def _start_steps(self, generation: int, *, strict: bool = False) -> None:
+        """Open the audio, listen, then bring the answer engine up beside it (on
+        ``session-start``, or a replay's caller): what it builds goes to the session thread."""
         try:
             source = source_from_config(self.settings.audio, self.clock, file=self._audio_file,
                                         speed=self._speed, channel=self._channel(0))
             candidate = self._open_candidate()
         except AudioError as exc:
-            self._fail("config", str(exc))
+            self._post(partial(self._failed, generation, "config", str(exc)))
             if strict:
                 raise
             return
         try:
+            engine = self._engine
             if self._audio_file is not None and self._answers and self._answers_locally:
-                self._engine = self._engine or self._start_engine()  # one per session, also after Stop
-                self._await_answers(self._engine)
-            self._listen(source, candidate)
-            if self._answers and self._engine is None and not self._cancel.is_set():
-                self._engine = self._start_engine()
+                engine = engine or self._start_engine()  # one per session, also after Stop
+                self._post(partial(self._use_engine, engine))
+                self._await_answers(engine)
+            self._listen(generation, source, candidate)
+            if self._answers and engine is None and not self._cancel.is_set():
+                self._post(partial(self._use_engine, self._start_engine()))
         except Exception as exc:  # the caller has returned: say it rather than lose it
-            self._fail("runtime", f"could not start: {exc}")
+            self._post(partial(self._failed, generation, "runtime", f"could not start: {exc}"))
             if strict:
                 raise
 
@@ -335,31 +538,21 @@ class Session:
                                      message=f"your microphone: {exc} The interviewer's side keeps working."))
             return None
 
-    def _listen(self, source: AudioSource, candidate_source: AudioSource | None) -> None:
+    def _listen(self, generation: int, source: AudioSource, candidate_source: AudioSource | None) -> None:
+        """Build the listeners (they report to this session: :class:`ListenerHooks`); the
+        session thread starts them."""
         settings = self.listening_settings()
-        next_turn = lambda: next(self._turn_ids)  # noqa: E731 - one counter for both voices
         echo = EchoGate(on_run=self._on_echo_run) if candidate_source is not None else None
         self._decoder.set_terms(self._recogniser_terms())
-        listener = Listener(source, self._decoder, settings, self.bus, self.clock, next_turn,
-                            self._listener_options, on_source_error=self._on_source_error,
-                            worker=self._worker, turn_signals=self._load_turn_signals,
-                            tap=echo.feed_reference if echo else None)
+        listener = Listener(source, self._decoder, settings, self.bus, self.clock, self,
+                            self._listener_options, worker=self._worker)
         candidate = None
         if candidate_source is not None:
             options = dataclasses.replace(self._listener_options, speaker="candidate")
-            candidate = Listener(candidate_source, self._decoder, settings, self.bus, self.clock, next_turn,
-                                 options, worker=self._worker, on_speech=listener.other_spoke, echo=echo)
-        with self._changed:
-            if self._cancel.is_set():
-                return
-            self._listener, self._candidate = listener, candidate
-            listener.start()
-            if candidate is not None:
-                candidate.start()
-            listening = self._transition("listening")
-        self._announce(listening)
+            candidate = Listener(candidate_source, self._decoder, settings, self.bus, self.clock, self,
+                                 options, worker=self._worker, echo=echo)
         names = source.name + (f" and your microphone {candidate_source.name}" if candidate_source else "")
-        self._status("audio", f"listening to {names}")
+        self._post(partial(self._install, generation, _Listening(listener, candidate, echo, names)))
 
     def _channel(self, side: int) -> int | None:
         """The file channel of side 0 (the interviewer) or 1 (the candidate); None downmixes."""
@@ -370,11 +563,6 @@ class Session:
         second run, so one stray correlation never nags)."""
         if runs == 2:
             self._status("echo", HEADPHONES_HINT)
-
-    def _on_source_error(self, message: str) -> None:
-        """The device is gone: the window waits for it to come back, a headless run ends."""
-        if self._stop_on_audio_error:
-            self._fail("runtime", message, report=False)
 
     @property
     def _answers_locally(self) -> bool:
@@ -492,8 +680,7 @@ class Session:
     # --- state ---------------------------------------------------------------------------
 
     def _fail(self, kind: FailureKind, message: str, *, report: bool = True) -> None:
-        with self._lock:
-            self.failure = (kind, message)
+        self.failure = (kind, message)
         if report:
             stage = "audio" if kind == "config" else "app"
             self.bus.emit(ErrorEvent(t=self.clock.now(), stage=stage, message=message))

@@ -33,6 +33,7 @@ from app.prompt.builder import PromptBuilder, cache_key, serialise
 from app.prompt.texts import prompt_language
 from app.text import segments, words
 from devtools.bench.corpus import error_unit, wer
+from tests.hooks import RecognitionRecorder
 from tests.speech import read_wav, synth
 
 DATA = Path(__file__).parent / "data"
@@ -111,9 +112,8 @@ def test_auto_session_settles_on_the_first_utterance_and_keeps_it(zh_model: Whis
 
     clock = SessionClock()
     clock.start()
-    recognizer = StreamingRecognizer(
-        WhisperDecoder(zh_model, AUTO), AsrConfig(language=AUTO), clock, on_partial=events.append,
-        on_final=on_final, on_error=events.append, on_language=events.append)
+    recognizer = StreamingRecognizer(WhisperDecoder(zh_model, AUTO), AsrConfig(language=AUTO), clock,
+                                     RecognitionRecorder(events.append, final=on_final))
     recognizer.start()
 
     def utterance(number: int, audio: np.ndarray, t: float) -> float:

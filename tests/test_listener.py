@@ -30,6 +30,7 @@ from app.events import (
 from app.listener import Listener
 from app.turns.signals import SignalRequest, SignalResult, TurnSignals
 from devtools.bench.corpus import wer, words
+from tests.hooks import StandaloneHooks
 from tests.speech import concat, speech_bounds, synth, trimmed, write_wav
 
 QUESTION = "What is the difference between a process and a thread, and when would you use each one?"
@@ -43,9 +44,7 @@ def replay(decoder: WhisperDecoder, path: Path, speed: float = 4.0,
     bus.subscribe(events.append)
     clock = SessionClock()
     source = FileSource(path, clock, speed=speed)
-    turns = itertools.count(1)
-    transcriber = Listener(source, decoder, settings or Settings(), bus, clock, lambda: next(turns),
-                           turn_signals=turn_signals)
+    transcriber = Listener(source, decoder, settings or Settings(), bus, clock, StandaloneHooks(turn_signals))
     transcriber.start()
     assert transcriber.finish(timeout=60)
     transcriber.stop()

@@ -9,6 +9,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -28,6 +29,7 @@ from app.events import (
 from app.llm.endpoint import LlmEndpoint
 from app.llm.local_server import llama_cpp_available
 from app.session import Session
+from app.sessions import SessionLog
 from devtools.bench.device_loss import DEVICE, lose_device
 from devtools.fake_server import FakeServer, Profile
 from devtools.load import busy_processes
@@ -46,7 +48,7 @@ def test_stop_then_start_keeps_turn_ids_unique(decoder: WhisperDecoder) -> None:
         session.start()
         seen.wait(FinalEvent, 1)
         session.stop()
-        assert session.state == "idle" and not session.listening
+        assert session.wait(WEDGED_S) == "idle" and not session.listening
         session.start()  # the same file again: a new question for the session
         seen.wait(FinalEvent, 2)
     finally:
@@ -59,6 +61,82 @@ def test_stop_then_start_keeps_turn_ids_unique(decoder: WhisperDecoder) -> None:
     states = [e.state for e in seen.of(SessionStateEvent)]
     assert states[:4] == ["starting", "listening", "stopping", "idle"]
     assert states[4:6] == ["starting", "listening"]
+
+
+class _Gate:
+    """A bus listener that holds the session thread inside its first ``starting`` event
+    until the test opens it, and writes down what the session said meanwhile."""
+
+    def __init__(self) -> None:
+        self.order: list[str] = []
+        self.held = threading.Event()
+        self.open = threading.Event()
+        self.held_on = ""
+
+    def __call__(self, event: Event) -> None:
+        if not isinstance(event, SessionStateEvent):
+            return
+        self.order.append(event.state)
+        if event.state == "starting" and not self.held.is_set():
+            self.held_on = threading.current_thread().name
+            self.held.set()
+            self.open.wait(WEDGED_S)  # bounded: a call that blocks shows as a wrong order, not a hang
+
+
+def test_calls_return_at_once_and_run_in_order_on_the_session_thread(decoder: WhisperDecoder) -> None:
+    """Every call a front end makes returns while the session thread is busy (here held
+    inside its start); they run afterwards, in the order made; a start-up stopped before
+    it was listening hands over nothing."""
+    session = Session(Settings(), audio_file=synth(QUESTION), decoder=decoder, answers=False)
+    gate = _Gate()
+    session.bus.subscribe(gate)
+    try:
+        session.start()
+        assert gate.held.wait(WEDGED_S)
+        session.answer_now()
+        session.set_low_latency(not Settings().answer.low_latency)
+        session.cancel_answer()
+        session.regenerate()
+        session.retract_answer()
+        session.stop()
+        gate.order.append("returned")  # every call above came back with the gate shut
+        gate.open.set()
+        assert session.wait(WEDGED_S) == "idle"
+    finally:
+        session.shutdown()
+    assert gate.held_on == "session"
+    assert gate.order == ["starting", "returned", "stopping", "idle"]  # never "listening"
+    assert session.settings.answer.low_latency is not Settings().answer.low_latency
+
+
+def test_stop_start_stop_and_shutdown_saves_every_event(decoder: WhisperDecoder, tmp_path: Path) -> None:
+    """Stop, Start and Stop again each run to the end; when shutdown returns, the session
+    thread is over and every event it made is in the session log on disk."""
+    session = Session(Settings(), audio_file=synth(QUESTION, tail_s=30.0), decoder=decoder, answers=False)
+    seen = EventRecorder()
+    session.bus.subscribe(seen)
+    log = SessionLog(tmp_path / "session.jsonl")
+    log.attach(session.bus)
+
+    def states() -> list[str]:
+        return [e.state for e in seen.of(SessionStateEvent)]
+
+    try:
+        session.start()
+        seen.wait(FinalEvent, 1)  # the recording plays on (its long tail) when it is stopped
+        session.stop()
+        session.start()
+        seen.wait(lambda rec: states().count("listening") == 2)
+        session.stop()
+        session.start()
+        seen.wait(lambda rec: states().count("listening") == 3)
+    finally:
+        session.shutdown()
+        log.close()
+    assert session.closed.is_set()
+    assert states() == ["starting", "listening", "stopping", "idle"] * 3
+    logged = [json.loads(line) for line in (tmp_path / "session.jsonl").read_text().splitlines()]
+    assert [e["state"] for e in logged if e["event"] == "session"] == states()
 
 
 def test_a_local_replay_started_again_keeps_its_answer_engine(decoder: WhisperDecoder) -> None:

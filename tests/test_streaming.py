@@ -3,6 +3,7 @@ is given up after its encoder, while the speaker talks on every partial is a cap
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
 from collections.abc import Callable
@@ -11,13 +12,14 @@ from typing import Any
 import numpy as np
 import pytest
 
-from app.asr.decoder import Hypothesis, Superseded, WhisperDecoder
-from app.asr.streaming import StreamingRecognizer
-from app.audio.frames import FRAME_SAMPLES
+from app.asr.decoder import AUTO, Hypothesis, Superseded, WhisperDecoder
+from app.asr.streaming import LOCK_MIN_AUDIO_S, StreamingRecognizer
+from app.audio.frames import FRAME_SAMPLES, SAMPLE_RATE
 from app.audio.resample import frames_of
 from app.clock import SessionClock
 from app.config import AsrConfig
-from app.events import ErrorEvent, FinalEvent, PartialEvent
+from app.events import ErrorEvent, FinalEvent, LanguageEvent, PartialEvent
+from tests.hooks import RecognitionRecorder
 from tests.patience import NEVER_S
 from tests.speech import read_wav, synth
 
@@ -66,8 +68,14 @@ def _run(decoder: WhisperDecoder, speaker_pauses: bool) -> tuple[_HeldDecoder, l
     partials: list[PartialEvent] = []
     errors: list[ErrorEvent] = []
     finals: list[FinalEvent] = []
+
+    def record(said: object) -> None:
+        for kind, seen in ((PartialEvent, partials), (FinalEvent, finals), (ErrorEvent, errors)):
+            if isinstance(said, kind):
+                seen.append(said)  # type: ignore[arg-type]
+
     rec = StreamingRecognizer(held, AsrConfig(), SessionClock(),  # type: ignore[arg-type]
-                              on_partial=partials.append, on_final=finals.append, on_error=errors.append)
+                              RecognitionRecorder(record))
     rec.start()
     speech = read_wav(synth(QUESTION, lead_s=0.0, tail_s=0.1))
     voiced = -(-len(speech) // FRAME_SAMPLES)  # the question's frames, then 6 of silence
@@ -105,3 +113,46 @@ def test_while_the_speaker_talks_on_every_partial_is_finished(decoder: WhisperDe
     held, partials = _run(decoder, speaker_pauses=False)
     assert held.answers[:2] == [True, True]
     assert partials[0].audio_end < 1.5 and len(partials) >= 2
+
+
+class _AutoDecoder:
+    """The real (English) decoder standing in for a multilingual one in an "auto" session:
+    every pass says it detected English."""
+
+    def __init__(self, real: WhisperDecoder) -> None:
+        self._real = real
+        self.language = AUTO
+
+    def decode(self, audio: Any, previous_text: str | None = None, *, language: str | None = None,
+               wanted: Callable[[], bool] | None = None) -> Hypothesis:
+        hyp = self._real.decode(audio, wanted=wanted)
+        return dataclasses.replace(hyp, language="en", language_probability=0.9)
+
+
+def test_a_reused_final_that_settles_the_language_returns_it_with_the_final(decoder: WhisperDecoder) -> None:
+    """The listener finalizes while deciding an endpoint, under its own lock, which its
+    ``on_language`` hook takes: a language settled by a final reused at once comes back
+    with it (before it), never through the hook, or an "auto" session whose first words
+    were too short for a partial to settle it would hang there."""
+    said: list[object] = []
+    rec = StreamingRecognizer(_AutoDecoder(decoder), AsrConfig(), SessionClock(),  # type: ignore[arg-type]
+                              RecognitionRecorder(said.append))
+    speech = read_wav(synth("Hello.", lead_s=0.0, tail_s=0.0))
+    assert len(speech) / SAMPLE_RATE < LOCK_MIN_AUDIO_S  # too short for a partial to settle it
+    voiced = -(-len(speech) // FRAME_SAMPLES)
+    frames = frames_of([speech, np.zeros(FRAME_SAMPLES * 6, dtype=np.int16)])
+    rec.start()
+    try:
+        rec.begin(1, frames[:voiced])
+        rec.pause()
+        for frame in frames[voiced:]:  # the hangover's audio: the pause pass hears it all
+            rec.add(frame, voiced=False)
+        deadline = time.monotonic() + 20
+        while not (rec.idle() and rec.passes) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        returned = rec.finalize(1)
+    finally:
+        rec.stop()
+    assert [type(e) for e in said] == [PartialEvent]  # the pass heard words; no language said yet
+    assert [type(e) for e in returned] == [LanguageEvent, FinalEvent]
+    assert rec.language == "en" and returned[1].reused  # type: ignore[union-attr]

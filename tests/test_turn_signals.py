@@ -4,7 +4,6 @@ Smart Turn v3.2 through onnxruntime, and the worker that runs them off the audio
 from __future__ import annotations
 
 import importlib.util
-import itertools
 import statistics
 import sys
 import threading
@@ -26,6 +25,7 @@ from app.turns.policy import Evidence, TextCues, decide
 from app.turns.signals import SignalRequest, SignalResult, SignalWorker, TurnSignals
 from app.turns.sound import EXTRA, TAIL_S, WINDOW_S, find_model, last_window, log_mel
 from app.turns.words import WordsScorer, prepare
+from tests.hooks import StandaloneHooks
 from tests.speech import read_wav, speech_bounds, synth
 
 needs_smart_turn = pytest.mark.skipif(find_model() is None,
@@ -261,9 +261,8 @@ def test_the_listener_gives_smart_turn_the_utterance_up_to_the_pause(decoder: Wh
     events: list[object] = []
     bus.subscribe(events.append)
     clock = SessionClock()
-    turns = itertools.count(1)
     listener = Listener(FileSource(clip, clock, speed=1.0), decoder, settings, bus, clock,
-                        lambda: next(turns), turn_signals=load)
+                        StandaloneHooks(load))
     listener.start()
     assert listener.finish(timeout=60)
     listener.stop()

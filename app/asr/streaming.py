@@ -22,6 +22,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
+from typing import Protocol
 
 import numpy as np
 
@@ -37,12 +38,29 @@ from app.events import ErrorEvent, FinalEvent, LanguageEvent, PartialEvent, Spea
 LOCK_MIN_AUDIO_S = 1.0
 LOCK_PROBABILITY = 0.5
 
-PartialHandler = Callable[[PartialEvent], None]
-FinalHandler = Callable[[FinalEvent], None]
-ErrorHandler = Callable[[ErrorEvent], None]
-LanguageHandler = Callable[[LanguageEvent], None]
-NoWordsHandler = Callable[[int, float], None]
-"""(turn, audio_end): a pass over the utterance up to audio_end heard no words."""
+
+
+class RecognitionHooks(Protocol):
+    """How a recogniser reports to its owner (the listener), one protocol for all it says.
+
+    Every hook is called on the decoding thread (``asr-worker``) without the worker's
+    lock held (what :meth:`StreamingRecognizer.finalize` settles at once, it returns).
+    """
+
+    def on_partial(self, event: PartialEvent) -> None:
+        """A pass heard words: the stabilised caption and the whole hypothesis."""
+
+    def on_final(self, event: FinalEvent) -> None:
+        """A queued final pass finished (a final reused at once is returned instead)."""
+
+    def on_error(self, event: ErrorEvent) -> None:
+        """A pass failed; the worker goes on."""
+
+    def on_language(self, event: LanguageEvent) -> None:
+        """An "auto" session settled its language (said once)."""
+
+    def on_no_words(self, turn: int, audio_end: float) -> None:
+        """A pass over ``turn`` up to ``audio_end``, which heard all its voice, heard no words."""
 
 
 @dataclass(slots=True)
@@ -86,22 +104,16 @@ class StreamingRecognizer:
     """Owns one speaker's current utterance; its passes run on a :class:`DecodeWorker`
     (shared by the session's recognisers, or a private one)."""
 
-    def __init__(self, decoder: WhisperDecoder, config: AsrConfig, clock: SessionClock, *,
-                 on_partial: PartialHandler, on_final: FinalHandler, on_error: ErrorHandler,
-                 on_language: LanguageHandler | None = None,
-                 on_no_words: NoWordsHandler | None = None,
-                 hangover_s: float = 0.09, reuse_final: bool = True, periodic: bool = True,
+    def __init__(self, decoder: WhisperDecoder, config: AsrConfig, clock: SessionClock,
+                 hooks: RecognitionHooks, *, hangover_s: float = 0.09, reuse_final: bool = True,
+                 periodic: bool = True,
                  speaker: Speaker = "interviewer", worker: DecodeWorker | None = None) -> None:
         """``periodic`` False decodes only at pauses (and for the final): for a speaker whose
         partials are not shown, so the shared worker stays free for the other one."""
         self._decoder = decoder
         self._cfg = config
         self._clock = clock
-        self._on_partial = on_partial
-        self._on_final = on_final
-        self._on_error = on_error
-        self._on_language = on_language
-        self._on_no_words = on_no_words
+        self._hooks = hooks
         self._language: str | None = None if decoder.language == AUTO else decoder.language
         self._hangover = hangover_s
         self._reuse_final = reuse_final
@@ -183,16 +195,18 @@ class StreamingRecognizer:
         """Where a pass over this utterance ends: the last voiced frame plus the hangover."""
         return utt.last_voiced_end + self._hangover
 
-    def finalize(self, utterance: int) -> FinalEvent | None:
+    def finalize(self, utterance: int) -> list[FinalEvent | LanguageEvent]:
         """The turn is over: its final, at once when the last partial heard it all.
 
-        Returns that final for the caller to emit; otherwise a final pass is queued and its
-        result goes to ``on_final`` from the worker.
+        Returns that final for the caller to emit, after the language it settled if it did
+        (not told to ``on_language``: the caller decides the endpoint under its own lock,
+        which that hook takes); otherwise a final pass is queued and its result goes to
+        the hooks' ``on_final`` from the worker.
         """
         with self._cond:
             utt = self._current
             if utt is None or utt.number != utterance:
-                return None
+                return []
             self._current = None
             self._last = utt
             self._pass_wanted = self._pause_pass_wanted = False
@@ -205,10 +219,8 @@ class StreamingRecognizer:
             else:
                 self._finals.append(_FinalJob(utt, until))
                 self._cond.notify_all()
-                return None
-        if locked:
-            self._emit_language(locked)
-        return final
+                return []
+        return [locked, final] if locked else [final]
 
     def resume(self, utterance: int, recent: list[AudioFrame]) -> bool:
         """The speaker went on after the endpoint: reopen the utterance just finalized.
@@ -282,7 +294,8 @@ class StreamingRecognizer:
         try:
             job()
         except Exception as exc:  # a failed pass must not kill the worker
-            self._on_error(ErrorEvent(t=self._clock.now(), stage="asr", message=f"decoding failed: {exc}"))
+            self._hooks.on_error(ErrorEvent(t=self._clock.now(), stage="asr",
+                                            message=f"decoding failed: {exc}"))
 
     def _decode(self, audio: Samples, wanted: Callable[[], bool] | None = None) -> tuple[str, Hypothesis]:
         hyp: Hypothesis = self._decoder.decode(audio, language=self._language, wanted=wanted)
@@ -304,8 +317,7 @@ class StreamingRecognizer:
         return LanguageEvent(t=self._clock.now(), language=language, probability=probability)
 
     def _emit_language(self, event: LanguageEvent) -> None:
-        if self._on_language is not None:
-            self._on_language(event)
+        self._hooks.on_language(event)
 
     def _still_wanted(self, utt: _Utterance, until: float) -> bool:
         """Is a partial pass over ``utt`` up to ``until`` still worth finishing?  Not once
@@ -321,8 +333,8 @@ class StreamingRecognizer:
         except Superseded:
             return
         if not text:
-            if self._on_no_words is not None and utt.voice_heard_by(until):
-                self._on_no_words(utt.number, until)
+            if utt.voice_heard_by(until):
+                self._hooks.on_no_words(utt.number, until)
             return
         with self._cond:
             locked = self._lock_language(hyp.language, hyp.language_probability,
@@ -335,7 +347,7 @@ class StreamingRecognizer:
         # A turn that ended while we decoded keeps the text (its final, queued behind this
         # pass, reuses it) but shows no partial any more.
         if shown is not None and not utt.finalizing:
-            self._on_partial(PartialEvent(t=self._clock.now(), turn=utt.number, text=shown.text,
+            self._hooks.on_partial(PartialEvent(t=self._clock.now(), turn=utt.number, text=shown.text,
                                           stable=shown.stable, audio_end=until, hypothesis=text,
                                           speaker=self._speaker))
 
@@ -354,5 +366,5 @@ class StreamingRecognizer:
                 locked = self._lock_language(language, probability, final=True)
             if locked:
                 self._emit_language(locked)
-            self._on_final(FinalEvent(t=self._clock.now(), turn=utt.number, text=text,
+            self._hooks.on_final(FinalEvent(t=self._clock.now(), turn=utt.number, text=text,
                                       audio_end=job.until, reused=reused, speaker=self._speaker))

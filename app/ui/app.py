@@ -48,6 +48,10 @@ def run_window(
 ) -> int:
     """Show the window, start listening, run the Qt loop; always shuts the controller down.
 
+    The window's calls return at once (the session runs them on its own thread); only
+    once the Qt loop is over does this wait, for the session to say it has shut down
+    (``Controller.shutdown``) and for the window's last events to reach the log.
+
     ``session_log``: attached to ``controller.bus`` here (a no-op if the caller already
     did); when None a new log is created in the sessions folder and closed on exit.
     """
@@ -79,6 +83,8 @@ def run_window(
             window.hide()
         try:
             controller.shutdown()
+            if window is not None:
+                window.poster.close(wait=1.0)  # its last `painted` events, before the log closes
         finally:
             if own_log:
                 log.close()

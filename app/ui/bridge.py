@@ -61,9 +61,13 @@ class BusPoster:
     def post(self, event: Event) -> None:
         self._queue.put(event)
 
-    def close(self, timeout: float = 1.0) -> None:
+    def close(self, wait: float = 0.0) -> None:
+        """No more events; those posted are still emitted.  The window closes without
+        waiting (the GUI thread never joins); ``wait`` > 0 waits for them that long, for
+        a caller about to close the session log once the Qt loop is over."""
         self._queue.put(None)
-        self._thread.join(timeout)
+        if wait > 0:
+            self._thread.join(wait)
 
     def _run(self) -> None:
         while True:
