@@ -16,7 +16,7 @@ from typing import Any, Literal
 
 import platformdirs
 import tomli_w
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 APP_NAME = "interview-copilot"
 
@@ -91,15 +91,51 @@ class AsrConfig(_Section):
     (:mod:`app.asr.glossary`)."""
 
 
+class LanguageWords(_Section):
+    """The words the turn and answer rules read, for one language (``[turns.words.en]``)."""
+
+    end_words: list[str] = Field(default_factory=list)
+    """Tags that end a question: "right?", "you know", 对吧 (a finished question)."""
+    final_particles: list[str] = Field(default_factory=list)
+    """A question that ends in one of these is finished (counted like an end word)."""
+    question_words: list[str] = Field(default_factory=list)
+    """Words that make a sentence a question wherever they stand (worth half a vote, as
+    a "?"); a sentence the recogniser closed with "。" holding one counts as one ending in
+    "?" for the text rules.  English ones open questions that may still go on, so there
+    are none."""
+    thinking_words: list[str] = Field(default_factory=list)
+    """A question trailing off in one of these ("and", "so", 然后) is a thinking pause."""
+    fillers: list[str] = Field(default_factory=list)
+    """Dropped when comparing questions ("um", 嗯, 那个)."""
+
+
+DEFAULT_WORDS: dict[str, dict[str, list[str]]] = {
+    "en": {
+        "end_words": ["right?", "you know", "you know?", "is that right", "is that right?",
+                      "does that make sense", "does that make sense?", "okay?", "ok?"],
+        "final_particles": [],
+        "question_words": [],
+        "thinking_words": ["and", "so", "but", "or", "because", "like", "then", "um", "uh", "the", "a"],
+        "fillers": ["um", "uh", "erm", "er", "ah", "hmm", "mm"],
+    },
+    "zh": {
+        "end_words": ["对吧", "是这样", "嗯", "是不是", "好吗"],
+        "final_particles": ["吗", "呢", "吧"],
+        "question_words": ["什么", "怎么", "为什么", "哪", "多少"],
+        "thinking_words": ["然后", "所以", "但是", "还有", "就是"],
+        "fillers": ["嗯", "呃", "啊", "那个"],
+    },
+}
+"""Every language's word lists, in one place.  A ``[turns.words.LANG]`` table in the
+settings file replaces the lists it names and keeps the others' defaults."""
+
+_WORD_LISTS = tuple(LanguageWords.model_fields)
+
+
 class TurnConfig(_Section):
-    """Endpointing thresholds (all in milliseconds of silence after the last voiced frame).
+    """Endpointing thresholds (all in milliseconds of silence after the last voiced frame)
+    and the words the end-of-turn rules read (see :mod:`app.turns.policy`)."""
 
-    ``policy = "signals"`` (the product) lets the end-of-turn signals set the wait (see
-    :mod:`app.turns.policy`); ``"rules"`` is the endpointer as it was before them, kept as
-    a benchmark baseline.
-    """
-
-    policy: Literal["signals", "rules"] = "signals"
     endpoint_complete_ms: int = Field(default=250, ge=50, le=5000)
     """Signals say the question is finished: end after this much silence (humans leave
     ~200 ms between turns; 250 ms stays above the 150-240 ms gaps between words)."""
@@ -173,42 +209,39 @@ class TurnConfig(_Section):
     continuation_window_ms: int = Field(default=2000, ge=0, le=10000)
     """Speech this soon after an endpoint continues the same question ("Have you led a
     team? … I mean a big one."); 0 = every pause that ends a turn starts a new question."""
-    end_words: dict[str, list[str]] = Field(
-        default_factory=lambda: {
-            "en": ["right?", "you know", "you know?", "is that right", "is that right?",
-                   "does that make sense", "does that make sense?", "okay?", "ok?"],
-            "zh": ["对吧", "是这样", "嗯", "是不是", "好吗"],
-        }
-    )
-    final_particles: dict[str, list[str]] = Field(
-        default_factory=lambda: {"en": [], "zh": ["吗", "呢", "吧"]})
-    """A question that ends in one of these is finished (counted like an end word)."""
-    question_words: dict[str, list[str]] = Field(
-        default_factory=lambda: {"en": [], "zh": ["什么", "怎么", "为什么", "哪", "多少"]})
-    """Words that make a sentence a question wherever they stand (worth half a vote, as
-    a "?"); a sentence the recogniser closed with "。" holding one counts as one ending in
-    "?" for the rules.  English ones open questions that may still go on, so there are none."""
-    thinking_words: dict[str, list[str]] = Field(
-        default_factory=lambda: {
-            "en": ["and", "so", "but", "or", "because", "like", "then", "um", "uh", "the", "a"],
-            "zh": ["然后", "所以", "但是", "还有", "就是"],
-        }
-    )
+    words: dict[str, LanguageWords] = Field(
+        default_factory=lambda: {lang: LanguageWords(**lists) for lang, lists in DEFAULT_WORDS.items()})
+    """Word lists per language (``[turns.words.en]``, ``[turns.words.zh]``, …)."""
+
+    @field_validator("words", mode="before")
+    @classmethod
+    def _over_defaults(cls, value: Any) -> Any:
+        """A language's table replaces the lists it names; the others keep their defaults."""
+        if not isinstance(value, dict):
+            return value
+        merged: dict[str, Any] = {lang: dict(lists) for lang, lists in DEFAULT_WORDS.items()}
+        for lang, lists in value.items():
+            given = lists.model_dump() if isinstance(lists, LanguageWords) else lists
+            if isinstance(given, dict) and isinstance(merged.get(lang), dict):
+                merged[lang] = {**merged[lang], **given}
+            else:
+                merged[lang] = given
+        return merged
+
+    def words_of(self, language: str) -> LanguageWords:
+        """The lists of ``language`` ("zh-TW" reads "zh"); none for a language not listed."""
+        return self.words.get(language.split("-")[0]) or LanguageWords()
+
+    def all_words(self, name: str) -> list[str]:
+        """One list (``"end_words"``, ``"fillers"``…) of every language: what comparing
+        questions sets aside whatever language they are in."""
+        return [w for lists in self.words.values() for w in getattr(lists, name)]
 
 
 class AnswerConfig(_Section):
     low_latency: bool = True
     """Speculation on: requests leave before the turn is confirmed."""
     max_speculations: int = Field(default=3, ge=1, le=10)
-    reuse_rule: Literal["exact", "fuzzy"] = "exact"
-    """exact: same normalised words; fuzzy: rapidfuzz ratio ≥ threshold (guarded)."""
-    fuzzy_threshold: float = Field(default=0.92, ge=0.5, le=1.0)
-    filler_words: dict[str, list[str]] = Field(
-        default_factory=lambda: {
-            "en": ["um", "uh", "erm", "er", "ah", "hmm", "mm"],
-            "zh": ["嗯", "呃", "啊", "那个"],
-        }
-    )
 
 
 @dataclass(frozen=True)
@@ -382,8 +415,56 @@ def load_settings(path: Path | None = None) -> tuple[Settings, list[ConfigProble
     except tomllib.TOMLDecodeError as exc:
         return Settings(), [ConfigProblem(path, _toml_error_line(exc), "(file)", f"not valid TOML: {exc}")]
     problems: list[ConfigProblem] = []
+    raw = _migrate(raw, text, path, problems)
     cleaned = _drop_invalid(raw, text, path, problems)
     return Settings.model_validate(cleaned), problems
+
+
+_OLD_WORD_KEYS = {
+    ("turns", "end_words"): "end_words", ("turns", "final_particles"): "final_particles",
+    ("turns", "question_words"): "question_words", ("turns", "thinking_words"): "thinking_words",
+    ("answer", "filler_words"): "fillers"}
+"""Word lists of before ``[turns.words.LANG]``: one table per list, languages inside."""
+_RETIRED = {("turns", "policy"): "signals", ("answer", "reuse_rule"): "exact",
+            ("answer", "fuzzy_threshold"): None}
+"""Switches of the benchmark's baselines, gone from the app, and the value the app itself
+wrote (a file saved by the settings dialog holds them): any other value is reported."""
+
+
+def _migrate(raw: dict[str, Any], text: str, path: Path, problems: list[ConfigProblem]) -> dict[str, Any]:
+    """Read files written before the settings moved: old word lists become
+    ``[turns.words.LANG]`` lists (a list given for some languages had none for the others,
+    so they get empty lists, as before); retired switches are dropped, said when set."""
+    data: dict[str, Any] = {k: (dict(v) if isinstance(v, dict) else v) for k, v in raw.items()}
+    for (section, key), default in _RETIRED.items():
+        table = data.get(section)
+        if isinstance(table, dict) and key in table:
+            value = table.pop(key)
+            if default is not None and value != default:
+                problems.append(ConfigProblem(
+                    path, _line_of(text, [section, key]), f"{section}.{key}",
+                    f"{value!r} was a benchmark baseline's switch and is no longer a setting; ignored"))
+    words: dict[str, dict[str, Any]] = {}
+    for (section, key), name in _OLD_WORD_KEYS.items():
+        table = data.get(section)
+        if not isinstance(table, dict) or key not in table:
+            continue
+        lists = table.pop(key)
+        if not isinstance(lists, dict):
+            problems.append(ConfigProblem(path, _line_of(text, [section, key]), f"{section}.{key}",
+                                          "expected a table of lists by language"))
+            continue
+        for lang in {*DEFAULT_WORDS, *lists}:
+            words.setdefault(lang, {})[name] = lists.get(lang, [])
+    if words:
+        turns = data.setdefault("turns", {})
+        if isinstance(turns, dict):
+            given = turns.get("words")
+            for lang, lists in (given.items() if isinstance(given, dict) else ()):
+                if isinstance(lists, dict):
+                    words.setdefault(lang, {}).update(lists)  # the new tables win
+            turns["words"] = words
+    return data
 
 
 def _drop_invalid(raw: dict[str, Any], text: str, path: Path,
