@@ -154,19 +154,19 @@ class TurnConfig(_Section):
     words_model: bool = True
     """Score the words with the bundled SmolLM2-135M (end-of-turn token probability)."""
     words_languages: list[str] = Field(default_factory=lambda: ["en"])
-    """Languages the words model was checked on: on Chinese it does not separate finished
-    from cut questions (dev-zh: AUC 0.63, every score below -15), so the rules decide."""
+    """Languages the words model was checked on: elsewhere the text rules decide.  It does
+    not separate finished from cut Chinese questions (decision 0006; figures:
+    docs/benchmarks.md, ``bench signals``)."""
     words_complete_logp: float = -10.0
-    """log P(end) at which the words vote 'finished' (+1); most finished English questions
-    score above it, few cut ones (dev: 71 % vs 17 %, bench signals)..."""
+    """log P(end) at which the words vote 'finished' (+1): most finished English questions
+    score above it, few cut ones (decision 0006)..."""
     words_incomplete_logp: float = -16.0
     """...and at which they vote 'unfinished' (-1); linear in between."""
     smart_turn: bool = False
     """Score the audio with Smart Turn v3.2 too, once a pause lasts 0.2 s (the
     ``smart-turn`` extra).  Off: trained on human prosody, it does not separate finished
-    from cut questions on any set we have (bench signals AUC 0.35 dev, 0.43 dev-noisy,
-    0.33 dev-traps, 0.53 dev-zh, 0.62 / 0.56 held-out quiet / room tone; the words model
-    0.87 / 0.87 / 0.69 / - / 0.77 / 0.77)."""
+    from cut questions on any set we have (decision 0006; ``bench signals`` in
+    docs/benchmarks.md)."""
     smart_turn_weight: float = Field(default=0.5, ge=0.0, le=2.0)
     """Its vote is weight x (2p - 1): at 0.5 it can tip an unsure verdict, never overrule
     the words."""
@@ -187,12 +187,10 @@ class TurnConfig(_Section):
     when no pass that will hear the pause is coming (it was given up, heard no words, or
     the voice it heard was not the last), so a finished question no longer waits the
     silence endpoint.  250 ms, as ``speculate_unsure_ms``: longer than a pause between the
-    words of a question still being asked.  Guessing them at once (30 ms, the first
-    unvoiced frame) or at 150 ms sent prefixes that are whole sentences ("How do you
-    pray?" before "…prioritize") at those pauses: 1.38 / 1.21 requests per turn on dev
-    against 1.0, 1.92 / 1.38 on dev-noisy against 1.13; at 250 ms without waiting for a
-    pass still coming, partials that lacked the last syllable ("…simple term?"): 1.38 /
-    1.46 against 1.08 / 1.13 (bench turns, one run each).  Words finished by the rules
+    words of a question still being asked, where sooner guesses sent prefixes that are
+    whole sentences ("How do you pray?" before "…prioritize"); and a pass still coming is
+    waited for, as a partial decoded before the pause often lacks the last syllable
+    ("…simple term?").  What each cost: decision 0015.  Words finished by the text rules
     alone wait ``speculate_min_pause_ms`` at least."""
     speculate_min_question_chars: int = Field(default=30, ge=1, le=1000)
     endpoint_silence_ms: int = Field(default=800, ge=100, le=10000)

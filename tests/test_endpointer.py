@@ -375,7 +375,7 @@ class _Scripted:
         if not turn.text or silence < 0.03:
             return []
         out: list[Decision] = [Speculate(turn.id, turn.text, "silence")]
-        return out + [Endpoint(turn.id, "silence", silence)] if silence >= 0.5 else out
+        return [*out, Endpoint(turn.id, "silence", silence)] if silence >= 0.5 else out
 
     def wait(self, ep: Endpointer, turn: OpenTurn) -> None:
         return None
