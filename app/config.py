@@ -173,9 +173,8 @@ class TurnConfig(_Section):
 
     speculate_silence_ms: int = Field(default=250, ge=0, le=5000)
     speculate_min_pause_ms: int = Field(default=150, ge=0, le=5000)
-    """Guesses on words the signals call finished (by the rules: end-word and
-    long-question guesses) wait for this much silence: shorter gaps are between words
-    (and commas) of a question still being asked."""
+    """Guesses on words the signals call finished wait for this much silence: shorter
+    gaps are between words (and commas) of a question still being asked."""
     speculate_unsure_ms: int = Field(default=250, ge=0, le=5000)
     """With the words model on, a guess on words it does not call finished (an unsure
     verdict, or no verdict yet) waits for this much silence: longer than the 150-250 ms
@@ -192,7 +191,6 @@ class TurnConfig(_Section):
     waited for, as a partial decoded before the pause often lacks the last syllable
     ("…simple term?").  What each cost: decision 0015.  Words finished by the text rules
     alone wait ``speculate_min_pause_ms`` at least."""
-    speculate_min_question_chars: int = Field(default=30, ge=1, le=1000)
     endpoint_silence_ms: int = Field(default=800, ge=100, le=10000)
     """The turn is over after this much silence..."""
     endpoint_question_silence_ms: int = Field(default=400, ge=50, le=10000)
@@ -424,7 +422,7 @@ _OLD_WORD_KEYS = {
     ("answer", "filler_words"): "fillers"}
 """Word lists of before ``[turns.words.LANG]``: one table per list, languages inside."""
 _RETIRED = {("turns", "policy"): "signals", ("answer", "reuse_rule"): "exact",
-            ("answer", "fuzzy_threshold"): None}
+            ("answer", "fuzzy_threshold"): None, ("turns", "speculate_min_question_chars"): None}
 """Switches of the benchmark's baselines, gone from the app, and the value the app itself
 wrote (a file saved by the settings dialog holds them): any other value is reported."""
 

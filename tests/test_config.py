@@ -57,6 +57,7 @@ def test_recognition_threads_leave_a_core_and_stay_unset_in_the_file(tmp_path: P
 OLD_FILE = """\
 [turns]
 policy = "signals"
+speculate_min_question_chars = 30
 endpoint_silence_ms = 700
 end_words = { en = ["right?", "you see"] }
 thinking_words = { en = ["and"], zh = ["然后"] }

@@ -30,6 +30,9 @@ from app.turns.signals import SignalRequest
 
 EPS = 1e-6
 """Frame times are sums of 0.03 s: comparisons allow for the rounding (as the endpointer's)."""
+MIN_QUESTION_CHARS = 30
+"""The text rules guessed a "?" question early from this length (``[turns]
+speculate_min_question_chars`` while the product had them; no other code read it)."""
 
 
 # --- the end of a turn ----------------------------------------------------------------
@@ -39,7 +42,7 @@ class TextRulesPolicy:
     """The endpointer before the end-of-turn signals (mode ``rules``): the text alone.
 
     A current partial is guessed after ``speculate_min_pause_ms`` when it ends in an end
-    word, or is a question of ``speculate_min_question_chars`` or more with a "?"; any
+    word, or is a question of ``MIN_QUESTION_CHARS`` or more with a "?"; any
     after ``speculate_silence_ms``.  The turn ends after the thinking wait when it trails
     off, the question wait after "?" or a tag twice in a row, else the silence wait."""
 
@@ -64,7 +67,7 @@ class TextRulesPolicy:
         if silence_ms >= cfg.speculate_min_pause_ms:
             if ep.ends_with_end_word(text):
                 return "end_word"
-            if len(text) >= cfg.speculate_min_question_chars and ("?" in text or "？" in text):
+            if len(text) >= MIN_QUESTION_CHARS and ("?" in text or "？" in text):
                 return "question"
         if silence_ms >= cfg.speculate_silence_ms:
             return "silence"
