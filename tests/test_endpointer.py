@@ -359,7 +359,7 @@ def test_the_rules_alone_guess_words_heard_before_the_pause_after_a_pause() -> N
     assert [s for s, d in decisions if isinstance(d, Endpoint)] == [QUESTION_WAIT]
 
 
-def test_without_the_guess_ahead_only_a_current_partial_is_guessed() -> None:
+def test_before_the_guess_at_the_pause_only_a_current_partial_is_guessed() -> None:
     """The benchmark's baseline of before issue 29."""
     ep = Endpointer(TurnConfig(), policy=PassOnlyPolicy())
     ep.speech_started(1, 0.5)
