@@ -483,10 +483,11 @@ def _parser() -> argparse.ArgumentParser:
             b.add_argument("--api-key")
             b.add_argument("--model")
             b.add_argument("--profile", default="relay", help="test server profile (relay, instant, local)")
-            b.add_argument("--modes", default="naive,seed,rules,ours",
-                           help="naive, seed, rules (the text-rules endpointer), pass (no guess "
-                                "before the pause pass), ours; "
-                                "MODE@SECTION.KEY=VALUE changes a setting (ours@vad.hangover_ms=30)")
+            b.add_argument("--modes", default="naive,user-fixes,rules,product",
+                           help="naive, user-fixes (the user's four fixes; was seed), rules (the "
+                                "text-rules endpointer), pass (no guess before the pause pass), "
+                                "product (the defaults; was ours); MODE@SECTION.KEY=VALUE changes "
+                                "a setting (product@vad.hangover_ms=30)")
             b.add_argument("--candidate-track", default="off", metavar="off,reply,echo,overlap",
                            help="the candidate's side of the call, one run per variant")
             b.add_argument("--local", action="store_true", help="against the embedded local LLM")

@@ -16,7 +16,7 @@ from typing import Any, Literal
 
 import platformdirs
 import tomli_w
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 APP_NAME = "interview-copilot"
 
@@ -91,15 +91,51 @@ class AsrConfig(_Section):
     (:mod:`app.asr.glossary`)."""
 
 
+class LanguageWords(_Section):
+    """The words the turn and answer rules read, for one language (``[turns.words.en]``)."""
+
+    end_words: list[str] = Field(default_factory=list)
+    """Tags that end a question: "right?", "you know", 对吧 (a finished question)."""
+    final_particles: list[str] = Field(default_factory=list)
+    """A question that ends in one of these is finished (counted like an end word)."""
+    question_words: list[str] = Field(default_factory=list)
+    """Words that make a sentence a question wherever they stand (worth half a vote, as
+    a "?"); a sentence the recogniser closed with "。" holding one counts as one ending in
+    "?" for the text rules.  English ones open questions that may still go on, so there
+    are none."""
+    thinking_words: list[str] = Field(default_factory=list)
+    """A question trailing off in one of these ("and", "so", 然后) is a thinking pause."""
+    fillers: list[str] = Field(default_factory=list)
+    """Dropped when comparing questions ("um", 嗯, 那个)."""
+
+
+DEFAULT_WORDS: dict[str, dict[str, list[str]]] = {
+    "en": {
+        "end_words": ["right?", "you know", "you know?", "is that right", "is that right?",
+                      "does that make sense", "does that make sense?", "okay?", "ok?"],
+        "final_particles": [],
+        "question_words": [],
+        "thinking_words": ["and", "so", "but", "or", "because", "like", "then", "um", "uh", "the", "a"],
+        "fillers": ["um", "uh", "erm", "er", "ah", "hmm", "mm"],
+    },
+    "zh": {
+        "end_words": ["对吧", "是这样", "嗯", "是不是", "好吗"],
+        "final_particles": ["吗", "呢", "吧"],
+        "question_words": ["什么", "怎么", "为什么", "哪", "多少"],
+        "thinking_words": ["然后", "所以", "但是", "还有", "就是"],
+        "fillers": ["嗯", "呃", "啊", "那个"],
+    },
+}
+"""Every language's word lists, in one place.  A ``[turns.words.LANG]`` table in the
+settings file replaces the lists it names and keeps the others' defaults."""
+
+_WORD_LISTS = tuple(LanguageWords.model_fields)
+
+
 class TurnConfig(_Section):
-    """Endpointing thresholds (all in milliseconds of silence after the last voiced frame).
+    """Endpointing thresholds (all in milliseconds of silence after the last voiced frame)
+    and the words the end-of-turn rules read (see :mod:`app.turns.policy`)."""
 
-    ``policy = "signals"`` (the product) lets the end-of-turn signals set the wait (see
-    :mod:`app.turns.policy`); ``"rules"`` is the endpointer as it was before them, kept as
-    a benchmark baseline.
-    """
-
-    policy: Literal["signals", "rules"] = "signals"
     endpoint_complete_ms: int = Field(default=250, ge=50, le=5000)
     """Signals say the question is finished: end after this much silence (humans leave
     ~200 ms between turns; 250 ms stays above the 150-240 ms gaps between words)."""
@@ -118,28 +154,27 @@ class TurnConfig(_Section):
     words_model: bool = True
     """Score the words with the bundled SmolLM2-135M (end-of-turn token probability)."""
     words_languages: list[str] = Field(default_factory=lambda: ["en"])
-    """Languages the words model was checked on: on Chinese it does not separate finished
-    from cut questions (dev-zh: AUC 0.63, every score below -15), so the rules decide."""
+    """Languages the words model was checked on: elsewhere the text rules decide.  It does
+    not separate finished from cut Chinese questions (decision 0006; figures:
+    docs/benchmarks.md, ``bench signals``)."""
     words_complete_logp: float = -10.0
-    """log P(end) at which the words vote 'finished' (+1); most finished English questions
-    score above it, few cut ones (dev: 71 % vs 17 %, bench signals)..."""
+    """log P(end) at which the words vote 'finished' (+1): most finished English questions
+    score above it, few cut ones (decision 0006)..."""
     words_incomplete_logp: float = -16.0
     """...and at which they vote 'unfinished' (-1); linear in between."""
     smart_turn: bool = False
     """Score the audio with Smart Turn v3.2 too, once a pause lasts 0.2 s (the
     ``smart-turn`` extra).  Off: trained on human prosody, it does not separate finished
-    from cut questions on any set we have (bench signals AUC 0.35 dev, 0.43 dev-noisy,
-    0.33 dev-traps, 0.53 dev-zh, 0.62 / 0.56 held-out quiet / room tone; the words model
-    0.87 / 0.87 / 0.69 / - / 0.77 / 0.77)."""
+    from cut questions on any set we have (decision 0006; ``bench signals`` in
+    docs/benchmarks.md)."""
     smart_turn_weight: float = Field(default=0.5, ge=0.0, le=2.0)
     """Its vote is weight x (2p - 1): at 0.5 it can tip an unsure verdict, never overrule
     the words."""
 
     speculate_silence_ms: int = Field(default=250, ge=0, le=5000)
     speculate_min_pause_ms: int = Field(default=150, ge=0, le=5000)
-    """Guesses on words the signals call finished (by the rules: end-word and
-    long-question guesses) wait for this much silence: shorter gaps are between words
-    (and commas) of a question still being asked."""
+    """Guesses on words the signals call finished wait for this much silence: shorter
+    gaps are between words (and commas) of a question still being asked."""
     speculate_unsure_ms: int = Field(default=250, ge=0, le=5000)
     """With the words model on, a guess on words it does not call finished (an unsure
     verdict, or no verdict yet) waits for this much silence: longer than the 150-250 ms
@@ -151,14 +186,11 @@ class TurnConfig(_Section):
     when no pass that will hear the pause is coming (it was given up, heard no words, or
     the voice it heard was not the last), so a finished question no longer waits the
     silence endpoint.  250 ms, as ``speculate_unsure_ms``: longer than a pause between the
-    words of a question still being asked.  Guessing them at once (30 ms, the first
-    unvoiced frame) or at 150 ms sent prefixes that are whole sentences ("How do you
-    pray?" before "…prioritize") at those pauses: 1.38 / 1.21 requests per turn on dev
-    against 1.0, 1.92 / 1.38 on dev-noisy against 1.13; at 250 ms without waiting for a
-    pass still coming, partials that lacked the last syllable ("…simple term?"): 1.38 /
-    1.46 against 1.08 / 1.13 (bench turns, one run each).  Words finished by the rules
+    words of a question still being asked, where sooner guesses sent prefixes that are
+    whole sentences ("How do you pray?" before "…prioritize"); and a pass still coming is
+    waited for, as a partial decoded before the pause often lacks the last syllable
+    ("…simple term?").  What each cost: decision 0015.  Words finished by the text rules
     alone wait ``speculate_min_pause_ms`` at least."""
-    speculate_min_question_chars: int = Field(default=30, ge=1, le=1000)
     endpoint_silence_ms: int = Field(default=800, ge=100, le=10000)
     """The turn is over after this much silence..."""
     endpoint_question_silence_ms: int = Field(default=400, ge=50, le=10000)
@@ -173,42 +205,39 @@ class TurnConfig(_Section):
     continuation_window_ms: int = Field(default=2000, ge=0, le=10000)
     """Speech this soon after an endpoint continues the same question ("Have you led a
     team? … I mean a big one."); 0 = every pause that ends a turn starts a new question."""
-    end_words: dict[str, list[str]] = Field(
-        default_factory=lambda: {
-            "en": ["right?", "you know", "you know?", "is that right", "is that right?",
-                   "does that make sense", "does that make sense?", "okay?", "ok?"],
-            "zh": ["对吧", "是这样", "嗯", "是不是", "好吗"],
-        }
-    )
-    final_particles: dict[str, list[str]] = Field(
-        default_factory=lambda: {"en": [], "zh": ["吗", "呢", "吧"]})
-    """A question that ends in one of these is finished (counted like an end word)."""
-    question_words: dict[str, list[str]] = Field(
-        default_factory=lambda: {"en": [], "zh": ["什么", "怎么", "为什么", "哪", "多少"]})
-    """Words that make a sentence a question wherever they stand (worth half a vote, as
-    a "?"); a sentence the recogniser closed with "。" holding one counts as one ending in
-    "?" for the rules.  English ones open questions that may still go on, so there are none."""
-    thinking_words: dict[str, list[str]] = Field(
-        default_factory=lambda: {
-            "en": ["and", "so", "but", "or", "because", "like", "then", "um", "uh", "the", "a"],
-            "zh": ["然后", "所以", "但是", "还有", "就是"],
-        }
-    )
+    words: dict[str, LanguageWords] = Field(
+        default_factory=lambda: {lang: LanguageWords(**lists) for lang, lists in DEFAULT_WORDS.items()})
+    """Word lists per language (``[turns.words.en]``, ``[turns.words.zh]``, …)."""
+
+    @field_validator("words", mode="before")
+    @classmethod
+    def _over_defaults(cls, value: Any) -> Any:
+        """A language's table replaces the lists it names; the others keep their defaults."""
+        if not isinstance(value, dict):
+            return value
+        merged: dict[str, Any] = {lang: dict(lists) for lang, lists in DEFAULT_WORDS.items()}
+        for lang, lists in value.items():
+            given = lists.model_dump() if isinstance(lists, LanguageWords) else lists
+            if isinstance(given, dict) and isinstance(merged.get(lang), dict):
+                merged[lang] = {**merged[lang], **given}
+            else:
+                merged[lang] = given
+        return merged
+
+    def words_of(self, language: str) -> LanguageWords:
+        """The lists of ``language`` ("zh-TW" reads "zh"); none for a language not listed."""
+        return self.words.get(language.split("-")[0]) or LanguageWords()
+
+    def all_words(self, name: str) -> list[str]:
+        """One list (``"end_words"``, ``"fillers"``…) of every language: what comparing
+        questions sets aside whatever language they are in."""
+        return [w for lists in self.words.values() for w in getattr(lists, name)]
 
 
 class AnswerConfig(_Section):
     low_latency: bool = True
     """Speculation on: requests leave before the turn is confirmed."""
     max_speculations: int = Field(default=3, ge=1, le=10)
-    reuse_rule: Literal["exact", "fuzzy"] = "exact"
-    """exact: same normalised words; fuzzy: rapidfuzz ratio ≥ threshold (guarded)."""
-    fuzzy_threshold: float = Field(default=0.92, ge=0.5, le=1.0)
-    filler_words: dict[str, list[str]] = Field(
-        default_factory=lambda: {
-            "en": ["um", "uh", "erm", "er", "ah", "hmm", "mm"],
-            "zh": ["嗯", "呃", "啊", "那个"],
-        }
-    )
 
 
 @dataclass(frozen=True)
@@ -386,8 +415,56 @@ def load_settings(path: Path | None = None) -> tuple[Settings, list[ConfigProble
     except tomllib.TOMLDecodeError as exc:
         return Settings(), [ConfigProblem(path, _toml_error_line(exc), "(file)", f"not valid TOML: {exc}")]
     problems: list[ConfigProblem] = []
+    raw = _migrate(raw, text, path, problems)
     cleaned = _drop_invalid(raw, text, path, problems)
     return Settings.model_validate(cleaned), problems
+
+
+_OLD_WORD_KEYS = {
+    ("turns", "end_words"): "end_words", ("turns", "final_particles"): "final_particles",
+    ("turns", "question_words"): "question_words", ("turns", "thinking_words"): "thinking_words",
+    ("answer", "filler_words"): "fillers"}
+"""Word lists of before ``[turns.words.LANG]``: one table per list, languages inside."""
+_RETIRED = {("turns", "policy"): "signals", ("answer", "reuse_rule"): "exact",
+            ("answer", "fuzzy_threshold"): None, ("turns", "speculate_min_question_chars"): None}
+"""Switches of the benchmark's baselines, gone from the app, and the value the app itself
+wrote (a file saved by the settings dialog holds them): any other value is reported."""
+
+
+def _migrate(raw: dict[str, Any], text: str, path: Path, problems: list[ConfigProblem]) -> dict[str, Any]:
+    """Read files written before the settings moved: old word lists become
+    ``[turns.words.LANG]`` lists (a list given for some languages had none for the others,
+    so they get empty lists, as before); retired switches are dropped, said when set."""
+    data: dict[str, Any] = {k: (dict(v) if isinstance(v, dict) else v) for k, v in raw.items()}
+    for (section, key), default in _RETIRED.items():
+        table = data.get(section)
+        if isinstance(table, dict) and key in table:
+            value = table.pop(key)
+            if default is not None and value != default:
+                problems.append(ConfigProblem(
+                    path, _line_of(text, [section, key]), f"{section}.{key}",
+                    f"{value!r} was a benchmark baseline's switch and is no longer a setting; ignored"))
+    words: dict[str, dict[str, Any]] = {}
+    for (section, key), name in _OLD_WORD_KEYS.items():
+        table = data.get(section)
+        if not isinstance(table, dict) or key not in table:
+            continue
+        lists = table.pop(key)
+        if not isinstance(lists, dict):
+            problems.append(ConfigProblem(path, _line_of(text, [section, key]), f"{section}.{key}",
+                                          "expected a table of lists by language"))
+            continue
+        for lang in {*DEFAULT_WORDS, *lists}:
+            words.setdefault(lang, {})[name] = lists.get(lang, [])
+    if words:
+        turns = data.setdefault("turns", {})
+        if isinstance(turns, dict):
+            given = turns.get("words")
+            for lang, lists in (given.items() if isinstance(given, dict) else ()):
+                if isinstance(lists, dict):
+                    words.setdefault(lang, {}).update(lists)  # the new tables win
+            turns["words"] = words
+    return data
 
 
 def _drop_invalid(raw: dict[str, Any], text: str, path: Path,

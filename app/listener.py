@@ -34,8 +34,8 @@ from __future__ import annotations
 import collections
 import threading
 import time
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from typing import Protocol
 
 import numpy as np
@@ -48,7 +48,7 @@ from app.audio.echo import UTTERANCE_ECHO_SHARE, EchoGate
 from app.audio.frames import AudioFrame, AudioSource
 from app.audio.level import LevelMeter
 from app.clock import Deadline, SessionClock
-from app.config import Settings
+from app.config import Settings, TurnConfig
 from app.events import (
     EndpointEvent,
     ErrorEvent,
@@ -87,8 +87,8 @@ class ListenerHooks(Protocol):
 
     @property
     def scores_turns(self) -> bool:
-        """The owner has end-of-turn models (:meth:`turn_signals`) for an interviewer's
-        listener whose policy is ``signals``."""
+        """The owner has end-of-turn models (:meth:`turn_signals`) to load for an
+        interviewer's listener."""
 
     def turn_signals(self) -> TurnSignals:
         """Load the end-of-turn models (once per session: the owner caches), on the
@@ -104,19 +104,62 @@ class ListenerHooks(Protocol):
         """The audio source is lost (audio thread), after the error event was emitted."""
 
 
+class Listening(Protocol):
+    """How the interviewer's listener hears turns: the product has one way,
+    :class:`ProductListening`; the benchmark's baselines (``devtools/bench/baselines.py``)
+    are other implementations, so what they measure runs through this same listener."""
+
+    def endpointer(self, turns: TurnConfig, language: str, fillers: Sequence[str]) -> Endpointer:
+        """The turn's decisions (its policy, and the waits it reads)."""
+        ...
+
+    @property
+    def scores(self) -> bool:
+        """The end-of-turn signals (the words model, Smart Turn) are computed at all."""
+        ...
+
+    def scores_partial(self, heard_all: bool) -> bool:
+        """Is this partial (``heard_all``: its pass heard all the voice so far) scored?"""
+        ...
+
+    def at_pause(self, turn: int, text: str, now: float) -> SignalRequest | None:
+        """A request for the signals when the speaker pauses (None: nothing to ask)."""
+        ...
+
+    @property
+    def reuses_final(self) -> bool:
+        """The final reuses the last partial's pass when it heard all the audio."""
+        ...
+
+
+class ProductListening:
+    """The product: every partial is scored as it lands (so the newest has its verdict
+    when the voice stops), and the final reuses a pass that heard everything."""
+
+    def endpointer(self, turns: TurnConfig, language: str, fillers: Sequence[str]) -> Endpointer:
+        return Endpointer(turns, language, fillers)
+
+    @property
+    def scores(self) -> bool:
+        return True
+
+    def scores_partial(self, heard_all: bool) -> bool:
+        return True
+
+    def at_pause(self, turn: int, text: str, now: float) -> SignalRequest | None:
+        return None
+
+    @property
+    def reuses_final(self) -> bool:
+        return True
+
+
 @dataclass(frozen=True, slots=True)
 class ListenerOptions:
-    """Switches the benchmark's baseline modes turn off; the defaults are the product."""
+    """Whose voice this listener hears, and how it hears turns (the product's unless a
+    benchmark gives a baseline)."""
 
-    reuse_final: bool = True
-    question_shortcut: bool = True
-    """End the turn sooner when the partial ended in "?" twice in a row."""
-    continuations: bool = True
-    """Speech soon after an endpoint continues that turn's question."""
-    guess_ahead: bool = True
-    """Every partial is scored as it lands, and words called finished are guessed at a
-    pause no pass that hears it all is coming for (off: only a partial that heard all the
-    voice is scored and guessed, as before issue 29)."""
+    listening: Listening = field(default_factory=ProductListening)
     speaker: Speaker = "interviewer"
 
     @property
@@ -154,19 +197,16 @@ class Listener:
         self._began: dict[int, float] = {}
         """Audio time each of the latest turns began (echo is judged from there)."""
         turns = settings.turns
-        if not options.question_shortcut:
-            turns = turns.model_copy(update={"endpoint_question_silence_ms": turns.endpoint_silence_ms})
-        continues = options.continuations and options.asks
-        self._continuation_s = turns.continuation_window_ms / 1000 if continues else 0.0
+        listening = options.listening
+        self._listening = listening
+        self._continuation_s = turns.continuation_window_ms / 1000 if options.asks else 0.0
         self._vad = VoiceDetector(settings.vad)
-        fillers = [w for ws in settings.answer.filler_words.values() for w in ws]
-        self._endpointer = Endpointer(turns, settings.asr.language, fillers,
-                                      guess_ahead=options.guess_ahead)
+        self._endpointer = listening.endpointer(turns, settings.asr.language, turns.all_words("fillers"))
         self._recognizer = StreamingRecognizer(
             decoder, settings.asr, clock, self, hangover_s=settings.vad.hangover_ms / 1000,
-            reuse_final=options.reuse_final, periodic=echo is None, speaker=options.speaker, worker=worker)
+            reuse_final=listening.reuses_final, periodic=echo is None, speaker=options.speaker, worker=worker)
         self._meter = LevelMeter(clock, speaker=options.speaker)
-        scored = options.asks and turns.policy == "signals" and hooks.scores_turns
+        scored = options.asks and listening.scores and hooks.scores_turns
         self._signals = SignalWorker(hooks.turn_signals, self._on_signals, self._on_signals_ready) \
             if scored else None
         self._scoring = self._signals is not None
@@ -277,8 +317,7 @@ class Listener:
         events: list[Event] = []
         if step.paused:
             self._recognizer.pause()
-            if not self._options.guess_ahead:
-                self._warm_signals()
+            self._ask_at_pause()
             events.append(VadEvent(t=self._clock.now(), speech=False))
         elif step.resumed:
             events.append(VadEvent(t=self._clock.now(), speech=True))
@@ -290,19 +329,19 @@ class Listener:
             decisions = self._endpointer.force(frame.end)
         return events + self._apply(decisions)
 
-    def _warm_signals(self) -> None:
-        """The baseline of before issue 29, which scored only partials that heard all the
-        voice: when the speaker paused, score the newest partial's words while the pass that
-        hears the pause decodes (lock held), so that pass's score comes from the words
-        model's cache or a warm prefix.  Scoring each partial as it lands does this anyway."""
+    def _ask_at_pause(self) -> None:
+        """The speaker paused: whatever the listening strategy asks of the signals then
+        (lock held; the product asks nothing, its partials were scored as they landed)."""
         text = self._endpointer.text
         if self._scoring and self._signals and self._turn is not None and text:
-            self._signals.submit(SignalRequest(self._turn, text, self._audio_now, warm_only=True))
+            request = self._listening.at_pause(self._turn, text, self._audio_now)
+            if request is not None:
+                self._signals.submit(request)
 
     def _score_sound(self, now: float) -> None:
         """Smart Turn reads the utterance once a pause has lasted ``SOUND_TAIL_S`` (lock
         held): the silence it was made to judge.  With the newest partial's words (mostly a
-        cache hit); the verdict counts while no newer voice came (``Endpointer.eot``)."""
+        cache hit); the verdict counts while no newer voice came (``Endpointer.end_of_turn_scores``)."""
         voiced_end = self._vad.last_voiced_end
         if (not self._sound or not self._scoring or self._signals is None or self._turn is None
                 or not self._endpointer.text or voiced_end <= self._sound_voiced_end
@@ -362,10 +401,8 @@ class Listener:
         with self._lock:
             events = self._apply(self._endpointer.partial(partial.turn, text, partial.stable,
                                                           partial.audio_end, self._audio_now))
-            # each partial as it lands, so the newest has its verdict when the voice stops
-            # (the baseline: only one that heard all the voice)
-            if self._scoring and self._signals and partial.turn == self._endpointer.turn and (
-                    self._options.guess_ahead or self._endpointer.current(partial.turn, partial.audio_end)):
+            if self._scoring and self._signals and partial.turn == self._endpointer.turn and \
+                    self._listening.scores_partial(self._endpointer.current(partial.turn, partial.audio_end)):
                 self._signals.submit(SignalRequest(partial.turn, text, partial.audio_end))
         self._emit(events)
 
@@ -382,8 +419,9 @@ class Listener:
             self._sound = signals.sound is not None
 
     def _on_signals(self, result: SignalResult) -> None:
-        self._decide(lambda: self._endpointer.eot(result.turn, result.text, result.audio_end, self._audio_now,
-                                                  words_logp=result.words_logp, sound_p=result.sound_p))
+        self._decide(lambda: self._endpointer.end_of_turn_scores(
+            result.turn, result.text, result.audio_end, self._audio_now,
+            words_logp=result.words_logp, sound_p=result.sound_p))
 
     def on_final(self, final: FinalEvent) -> None:
         self._emit([final])

@@ -31,6 +31,7 @@ from app.events import (
 )
 from app.llm.client import LlmClient
 from app.prompt.builder import PromptBuilder
+from devtools.bench.baselines import FuzzyReuse, fresh_client_per_request
 from devtools.fake_server import FakeServer, Fault, Profile
 from tests.conftest import EventRecorder as Recorder
 from tests.patience import NEVER_S
@@ -86,7 +87,7 @@ def test_a_hit_flushes_held_tokens_and_keeps_streaming(server: FakeServer) -> No
 
 def test_a_negation_is_a_miss_and_the_guess_never_shows(server: FakeServer) -> None:
     server.set_profile(tokens_per_s=20, answer_tokens=40)  # the guess is still streaming
-    engine, rec, bus = make_engine(server, strategy=Strategy(reuse_rule="fuzzy"))
+    engine, rec, bus = make_engine(server)
     try:
         speculate(bus, "Should I take the job offer from them?")
         rec.wait(lambda r: bool(r.of(FirstTokenEvent)))
@@ -105,7 +106,7 @@ def test_a_negation_is_a_miss_and_the_guess_never_shows(server: FakeServer) -> N
 
 
 def test_the_users_092_rule_alone_would_show_the_wrong_answer(server: FakeServer) -> None:
-    engine, rec, bus = make_engine(server, strategy=Strategy(reuse_rule="fuzzy_unguarded"))
+    engine, rec, bus = make_engine(server, strategy=Strategy(reuse=FuzzyReuse(0.92)))
     try:
         speculate(bus, "Should I take the job offer from them?")
         final(bus, "Should I not take the job offer from them?")
@@ -376,5 +377,34 @@ def test_a_finished_guess_that_is_superseded_counts_as_wasted(server: FakeServer
         assert stats.requests == 2 and stats.wasted_prompt_tokens > 0 and stats.wasted_completion_tokens > 0
         shown_request = rec.of(AnswerDoneEvent)[0].request
         assert next(e.text for e in rec.of(RequestEvent) if e.request == shown_request).endswith("handle it?")
+    finally:
+        engine.stop()
+
+
+def test_the_naive_baseline_is_a_client_factory_the_engine_is_given(server: FakeServer) -> None:
+    """``bench turns``' naive mode goes through the product's seam: no client is built or
+    warmed before a question, and each question builds, uses and closes its own."""
+    built: list[LlmClient] = []
+    base_url = server.start()
+
+    def factory() -> LlmClient:
+        built.append(LlmClient(base_url, KEY, "gpt-4o-mini"))
+        return built[-1]
+
+    bus, rec = EventBus(), Recorder()
+    bus.subscribe(rec)
+    engine = AnswerEngine(Settings(), bus, SessionClock(), PromptBuilder(None, None, None), factory,
+                          model="gpt-4o-mini", session_id="test",
+                          strategy=Strategy(clients=fresh_client_per_request))
+    bus.subscribe(engine.on_event)
+    engine.start()
+    try:
+        assert engine.warmed.wait(5)
+        assert built == [] and server.requests() == []  # nothing warmed
+        for turn in (1, 2):
+            final(bus, f"Why are you interested in role {turn}?", turn=turn)
+            rec.wait(lambda r, n=turn: len(r.of(AnswerDoneEvent)) == n)  # type: ignore[misc]
+        assert len(built) == 2 and len(server.chat_requests()) == 2
+        assert server.connections_accepted >= 2  # a cold connection each
     finally:
         engine.stop()

@@ -5,18 +5,19 @@ from __future__ import annotations
 import pytest
 
 from app.config import Settings
-from devtools.bench.turns import MODES, TurnResult, _ratios, _summarise, mode_settings
+from devtools.bench.baselines import PassOnlyListening, TextRulesListening
+from devtools.bench.turns import MODES, TurnResult, _ratios, _summarise, canonical, mode_settings
 
 
 def test_a_mode_changes_settings_on_a_copy_of_the_runs() -> None:
     run = Settings()
-    spec, changed = mode_settings(run, "ours@vad.hangover_ms=30@turns.endpoint_complete_ms=300")
-    assert spec is MODES["ours"]
+    spec, changed = mode_settings(run, "product@vad.hangover_ms=30@turns.endpoint_complete_ms=300")
+    assert spec is MODES["product"]
     assert (changed.vad.hangover_ms, changed.turns.endpoint_complete_ms) == (30, 300)
     assert (run.vad.hangover_ms, run.turns.endpoint_complete_ms) == (90, 250)  # untouched
     spec, changed = mode_settings(run, "rules@turns.endpoint_silence_ms=600")
-    assert spec is MODES["rules"]
-    assert (changed.turns.policy, changed.turns.endpoint_silence_ms) == ("rules", 600)
+    assert spec is MODES["rules"] and isinstance(spec.listening, TextRulesListening)
+    assert changed.turns.endpoint_silence_ms == 600
     assert mode_settings(run, "naive")[1].answer.low_latency is False
 
 
@@ -32,18 +33,25 @@ def test_a_mistyped_mode_is_refused_with_what_is_wrong(mode: str, says: str) -> 
         mode_settings(Settings(), mode)
 
 
-def test_a_variant_of_ours_is_reported_as_a_ratio_to_ours() -> None:
-    summary = {"rules": {"response_latency_median_s": 0.6}, "ours": {"response_latency_median_s": 0.5},
-               "ours@vad.hangover_ms=30": {"response_latency_median_s": 0.4}}
-    assert _ratios(summary) == {"rules/ours": 1.2, "ours/ours@vad.hangover_ms=30": 1.25}
+def test_a_variant_of_the_product_is_reported_as_a_ratio_to_it() -> None:
+    summary = {"rules": {"response_latency_median_s": 0.6}, "product": {"response_latency_median_s": 0.5},
+               "product@vad.hangover_ms=30": {"response_latency_median_s": 0.4}}
+    assert _ratios(summary) == {"rules/product": 1.2, "product/product@vad.hangover_ms=30": 1.25}
+
+
+def test_the_old_mode_names_still_parse_under_the_new_ones() -> None:
+    """Commands in the changelog say ``seed`` and ``ours``."""
+    assert canonical("seed") == "user-fixes"
+    assert canonical("ours@vad.hangover_ms=30") == "product@vad.hangover_ms=30"
+    assert mode_settings(Settings(), "seed")[0] is MODES["user-fixes"]
+    assert mode_settings(Settings(), "ours@vad.hangover_ms=30")[1].vad.hangover_ms == 30
 
 
 def test_the_behaviour_before_the_guess_at_the_pause_is_a_mode_and_a_ratio() -> None:
     spec, changed = mode_settings(Settings(), "pass")
-    assert spec.options.guess_ahead is False and MODES["ours"].options.guess_ahead is True
-    assert changed.turns.policy == "signals"
-    summary = {"pass": {"response_latency_median_s": 0.5}, "ours": {"response_latency_median_s": 0.4}}
-    assert _ratios(summary) == {"pass/ours": 1.25}
+    assert isinstance(spec.listening, PassOnlyListening) and changed == Settings()
+    summary = {"pass": {"response_latency_median_s": 0.5}, "product": {"response_latency_median_s": 0.4}}
+    assert _ratios(summary) == {"pass/product": 1.25}
 
 
 def test_flicker_is_the_share_of_questions_whose_answer_was_withdrawn_and_for_how_long() -> None:

@@ -26,7 +26,7 @@ def test_every_kind_of_string_round_trips(tmp_path: Path, text: str) -> None:
     settings = Settings()
     settings.prompt.system_prompt = text
     settings.prompt.resume_file = text or None
-    settings.turns.end_words["zh"] = [text, "对吧"]
+    settings.turns.words["zh"].end_words = [text, "对吧"]
     path = save_settings(settings, tmp_path / "settings.toml")
     loaded, problems = load_settings(path)
     assert problems == []
@@ -52,3 +52,56 @@ def test_recognition_threads_leave_a_core_and_stay_unset_in_the_file(tmp_path: P
     pinned = Settings()
     pinned.asr.cpu_threads = 2
     assert load_settings(save_settings(pinned, tmp_path / "pinned.toml"))[0].asr.cpu_threads == 2
+
+
+OLD_FILE = """\
+[turns]
+policy = "signals"
+speculate_min_question_chars = 30
+endpoint_silence_ms = 700
+end_words = { en = ["right?", "you see"] }
+thinking_words = { en = ["and"], zh = ["然后"] }
+
+[answer]
+reuse_rule = "exact"
+fuzzy_threshold = 0.92
+filler_words = { en = ["um"], zh = ["嗯"] }
+"""
+
+
+def test_a_file_with_the_old_word_lists_loads_into_the_lists_per_language(tmp_path: Path) -> None:
+    """Files saved before ``[turns.words.LANG]`` held one table per list, and the settings
+    dialog wrote the baselines' switches too: they load, with the same lists as before
+    (a list's table replaced all its languages: zh had no end words here)."""
+    path = tmp_path / "settings.toml"
+    path.write_text(OLD_FILE, encoding="utf-8")
+    settings, problems = load_settings(path)
+    assert problems == []
+    assert settings.turns.endpoint_silence_ms == 700
+    en, zh = settings.turns.words_of("en"), settings.turns.words_of("zh-CN")
+    assert (en.end_words, en.thinking_words, en.fillers) == (["right?", "you see"], ["and"], ["um"])
+    assert (zh.end_words, zh.thinking_words, zh.fillers) == ([], ["然后"], ["嗯"])
+    assert zh.final_particles == ["吗", "呢", "吧"]  # not in the file: the default
+    assert load_settings(save_settings(settings, tmp_path / "again.toml")) == (settings, [])
+
+
+def test_a_baseline_switch_set_by_hand_is_ignored_with_a_message(tmp_path: Path) -> None:
+    path = tmp_path / "settings.toml"
+    path.write_text('[turns]\npolicy = "rules"\n\n[answer]\nreuse_rule = "fuzzy"\n', encoding="utf-8")
+    settings, problems = load_settings(path)
+    assert settings == Settings()
+    assert [(p.key, p.line) for p in problems] == [("turns.policy", 2), ("answer.reuse_rule", 5)]
+    assert all("no longer a setting" in p.message for p in problems)
+
+
+def test_a_language_table_replaces_only_the_lists_it_names(tmp_path: Path) -> None:
+    path = tmp_path / "settings.toml"
+    path.write_text('[turns.words.zh]\nend_words = ["对不对"]\n\n[turns.words.ja]\nfillers = ["えと"]\n',
+                    encoding="utf-8")
+    settings, problems = load_settings(path)
+    assert problems == []
+    zh = settings.turns.words_of("zh")
+    assert zh.end_words == ["对不对"] and zh.thinking_words == Settings().turns.words_of("zh").thinking_words
+    assert settings.turns.words_of("ja").fillers == ["えと"]
+    assert settings.turns.words_of("en") == Settings().turns.words_of("en")
+    assert "えと" in settings.turns.all_words("fillers")

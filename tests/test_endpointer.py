@@ -4,7 +4,8 @@ import math
 
 from app.audio.frames import FRAME_MS
 from app.config import TurnConfig
-from app.turns.endpointer import Decision, Discard, Endpoint, Endpointer, Speculate
+from app.turns.endpointer import Decision, Discard, Endpoint, Endpointer, OpenTurn, Speculate
+from devtools.bench.baselines import PassOnlyPolicy, TextRulesPolicy
 
 
 def started(cfg: TurnConfig | None = None, language: str = "en") -> Endpointer:
@@ -133,10 +134,12 @@ def test_a_chinese_full_stop_without_a_question_word_still_waits() -> None:
 
 
 def test_rules_mode_speculates_after_250_ms_then_endpoints_after_800() -> None:
-    """Today's endpointer, kept as ``policy = "rules"`` (a benchmark baseline): with the
-    signals policy the guess goes out at the first current partial after 150 ms instead
-    (see test_turn_policy.py)."""
-    ep = started(TurnConfig(policy="rules"))
+    """The text-rules endpointer of before the signals, kept as the benchmark's ``rules``
+    baseline (a policy the endpointer is given): with the product's signals policy the
+    guess goes out at the first current partial after 150 ms instead (see
+    test_turn_policy.py)."""
+    ep = Endpointer(TurnConfig(), policy=TextRulesPolicy())
+    ep.speech_started(1, 0.5)
     speak_until(ep, 2.0)
     assert ep.partial(1, "Tell me about yourself.", "", 2.0, 2.06) == []
     assert ep.tick(2.21) == []
@@ -260,7 +263,7 @@ def _heard_before_the_pause(ep: Endpointer, logp: float | None) -> list[Decision
     speak_until(ep, 1.95)
     out = ep.partial(1, WHOLE, "", 1.8, 1.95)
     if logp is not None:
-        out += ep.eot(1, WHOLE, 1.8, 1.95, words_logp=logp)
+        out += ep.end_of_turn_scores(1, WHOLE, 1.8, 1.95, words_logp=logp)
     for t in (1.98, 2.0):
         ep.voiced(t)
         out += ep.tick(t)
@@ -309,7 +312,8 @@ def test_the_pass_that_hears_the_pause_confirms_the_guess_or_replaces_it() -> No
     _ticks(ep, guessed)
     longer = "Why are you interested in this role at our company?"
     assert ep.partial(1, longer, "", 2.09, landed) == []  # its own verdict first
-    assert ep.eot(1, longer, 2.09, landed, words_logp=FINISHED) == [Speculate(1, longer, "question")]
+    assert ep.end_of_turn_scores(1, longer, 2.09, landed, words_logp=FINISHED) == [
+        Speculate(1, longer, "question")]
 
 
 def test_while_a_pass_that_will_hear_the_pause_is_coming_the_guess_waits_for_it() -> None:
@@ -355,10 +359,39 @@ def test_the_rules_alone_guess_words_heard_before_the_pause_after_a_pause() -> N
     assert [s for s, d in decisions if isinstance(d, Endpoint)] == [QUESTION_WAIT]
 
 
-def test_without_the_guess_ahead_only_a_current_partial_is_guessed() -> None:
+def test_before_the_guess_at_the_pause_only_a_current_partial_is_guessed() -> None:
     """The benchmark's baseline of before issue 29."""
-    ep = Endpointer(TurnConfig(), guess_ahead=False)
+    ep = Endpointer(TurnConfig(), policy=PassOnlyPolicy())
     ep.speech_started(1, 0.5)
     ep.expect_words(True)
     _heard_before_the_pause(ep, FINISHED)
     assert not any(isinstance(d, Speculate) for _, d in _ticks(ep, 3.0))
+
+
+class _Scripted:
+    """A policy that guesses the words at any silence and ends the turn after 0.5 s."""
+
+    def decide(self, ep: Endpointer, turn: OpenTurn, silence: float) -> list[Decision]:
+        if not turn.text or silence < 0.03:
+            return []
+        out: list[Decision] = [Speculate(turn.id, turn.text, "silence")]
+        return [*out, Endpoint(turn.id, "silence", silence)] if silence >= 0.5 else out
+
+    def wait(self, ep: Endpointer, turn: OpenTurn) -> None:
+        return None
+
+
+def test_a_policy_decides_and_the_endpointer_keeps_the_rules_of_a_turn() -> None:
+    """The seam the benchmark's baselines use: whatever the policy says, the same words are
+    guessed once, an endpoint closes the turn, and a noise with no words is discarded."""
+    ep = Endpointer(TurnConfig(), policy=_Scripted())
+    ep.speech_started(1, 0.5)
+    speak_until(ep, 2.0)
+    assert ep.partial(1, "Why this role?", "", 2.0, 2.03) == [Speculate(1, "Why this role?", "silence")]
+    assert ep.partial(1, "why this role", "", 2.0, 2.1) == []  # the same question: once
+    assert ep.wait() is None
+    out = ep.tick(2.5)
+    assert [type(d) for d in out] == [Endpoint] and ep.turn is None
+    ep.speech_started(2, 3.0)
+    ep.no_words(2, 3.2)
+    assert ep.tick(3.0 + 0.8) == [Discard(2)]  # before the policy is asked

@@ -122,16 +122,18 @@ def test_the_readme_demo_is_answered_question_by_question(tmp_path: Path) -> Non
 def test_the_embedded_llm_confirms_questions_sooner(server: FakeServer, local: bool, wait: float) -> None:
     """Its first token comes ~100 ms after the guess, so waiting 400 ms would only add latency.
 
-    These are the text rules' waits (policy "rules"); with the end-of-turn signals a
+    These are the text rules' waits (the benchmark's ``rules`` baseline); with the end-of-turn signals a
     confident words model ends the turn after 250 ms either way (test_turn_policy.py).
     The silence measured is at least the wait; how much more depends on the machine."""
-    from app.config import Settings, TurnConfig
+    from app.config import Settings
     from app.events import EndpointEvent, Event
+    from app.listener import ListenerOptions
     from app.llm.endpoint import LlmEndpoint
     from app.session import Session
+    from devtools.bench.baselines import TextRulesListening
 
     events: list[Event] = []
-    copilot = Session(Settings(turns=TurnConfig(policy="rules")),
+    copilot = Session(Settings(), listener_options=ListenerOptions(TextRulesListening()),
                       audio_file=synth("Why are you interested in this role?"),
                       llm=LlmEndpoint(server.start(), "sk-good", "gpt-4o-mini", local=local))
     assert copilot.listening_settings().turns.endpoint_question_silence_ms == wait * 1000

@@ -113,7 +113,7 @@ def test_the_first_current_partial_after_the_pause_is_the_guess_then_words_end_i
     text = "Describe your ideal working environment."
     assert ep.partial(1, text, "", 2.0, 2.1) == []  # 100 ms: maybe a gap between words
     assert ep.tick(2.16) == [Speculate(1, text, "silence")]  # no "?" needed: a pause is a pause
-    assert ep.eot(1, text, 2.0, 2.2, words_logp=-5.0) == []
+    assert ep.end_of_turn_scores(1, text, 2.0, 2.2, words_logp=-5.0) == []
     out = ep.tick(2.25)
     assert out == [Endpoint(1, "question", out[0].silence)]  # type: ignore[union-attr]
 
@@ -123,7 +123,7 @@ def test_a_late_confident_score_ends_the_turn_when_it_arrives() -> None:
     speak_until(ep, 2.0)
     ep.partial(1, "Why do you want this job", "", 2.0, 2.2)
     assert not any(isinstance(d, Endpoint) for d in ep.tick(2.4))
-    out = ep.eot(1, "why do you want this job?", 2.0, 2.42, words_logp=-3.0)  # same words
+    out = ep.end_of_turn_scores(1, "why do you want this job?", 2.0, 2.42, words_logp=-3.0)  # same words
     assert [type(d) for d in out] == [Endpoint]
 
 
@@ -131,7 +131,7 @@ def test_words_that_say_unfinished_hold_the_turn_and_guess_late() -> None:
     ep = started()
     speak_until(ep, 2.0)
     ep.partial(1, "What is the difference between", "", 2.0, 2.1)
-    ep.eot(1, "What is the difference between", 2.0, 2.1, words_logp=-22.0)
+    ep.end_of_turn_scores(1, "What is the difference between", 2.0, 2.1, words_logp=-22.0)
     assert ep.tick(2.55) == []
     assert [d.reason for d in ep.tick(2.6)] == ["silence"]  # type: ignore[union-attr]  # 1200 - 600 ms
     assert ep.tick(3.15) == []
@@ -142,7 +142,7 @@ def test_a_score_for_older_words_is_not_used() -> None:
     ep = started()
     speak_until(ep, 2.0)
     ep.partial(1, "Tell me about your last project", "", 2.0, 2.1)
-    ep.eot(1, "Tell me about your last", 1.8, 2.1, words_logp=-2.0)
+    ep.end_of_turn_scores(1, "Tell me about your last", 1.8, 2.1, words_logp=-2.0)
     assert not any(isinstance(d, Endpoint) for d in ep.tick(2.6))  # rules: 800 ms
     assert any(isinstance(d, Endpoint) for d in ep.tick(2.8))
 
@@ -152,9 +152,9 @@ def test_sound_counts_only_for_audio_without_newer_voice() -> None:
     ep = started(cfg)
     speak_until(ep, 2.0)
     ep.partial(1, "Tell me about your last project", "", 2.0, 2.1)
-    ep.eot(1, "Tell me about your last project", 1.5, 2.1, sound_p=1.0)  # older audio
+    ep.end_of_turn_scores(1, "Tell me about your last project", 1.5, 2.1, sound_p=1.0)  # older audio
     assert not any(isinstance(d, Endpoint) for d in ep.tick(2.3))
-    out = ep.eot(1, "Tell me about your last project", 2.0, 2.31, sound_p=1.0)
+    out = ep.end_of_turn_scores(1, "Tell me about your last project", 2.0, 2.31, sound_p=1.0)
     assert any(isinstance(d, Endpoint) for d in out)
 
 
@@ -177,7 +177,7 @@ def test_chinese_question_word_and_particle_feed_the_votes() -> None:
     ep.partial(1, "你为什么想加入我们公司", "", 2.0, 2.1)
     wait = ep.wait()
     assert wait is not None and wait.score is None  # no model signal for Chinese: rules
-    ep.eot(1, "你为什么想加入我们公司", 2.0, 2.1, words_logp=-13.0)
+    ep.end_of_turn_scores(1, "你为什么想加入我们公司", 2.0, 2.1, words_logp=-13.0)
     wait = ep.wait()
     assert wait is not None and wait.score == 0.5  # the question word: half a vote
 
@@ -187,7 +187,7 @@ def test_the_interviewers_own_pauses_stretch_the_unsure_wait() -> None:
     speak_until(ep, 2.0)
     speak_until(ep, 3.0, start=2.7)  # a 0.7 s pause inside the question, then more words
     ep.partial(1, "Tell me about a time you failed", "", 3.0, 3.1)
-    ep.eot(1, "Tell me about a time you failed", 3.0, 3.1, words_logp=-13.0)
+    ep.end_of_turn_scores(1, "Tell me about a time you failed", 3.0, 3.1, words_logp=-13.0)
     wait = ep.wait()
     assert wait is not None and 860 <= wait.endpoint_ms <= 880  # 1.25 x ~0.7 s
     assert not any(isinstance(d, Endpoint) for d in ep.tick(3.8))
@@ -208,12 +208,13 @@ def test_while_the_words_are_being_scored_the_guess_waits_for_them() -> None:
     speak_until(ep, 2.0)
     assert ep.partial(1, "Why are you", "", 2.0, 2.1) == []
     assert ep.tick(2.2) == []  # 200 ms into a pause, the model not heard yet: no guess
-    assert ep.eot(1, "Why are you", 2.0, 2.21, words_logp=-19.0) == []  # unfinished: still none
+    # unfinished: still none
+    assert ep.end_of_turn_scores(1, "Why are you", 2.0, 2.21, words_logp=-19.0) == []
     assert ep.tick(2.5) == []
     speak_until(ep, 3.0, start=2.5)
     text = "Why are you interested in this role?"
     ep.partial(1, text, "", 3.0, 3.12)
-    out = ep.eot(1, text, 3.0, 3.16, words_logp=-4.0)
+    out = ep.end_of_turn_scores(1, text, 3.0, 3.16, words_logp=-4.0)
     assert out == [Speculate(1, text, "question")]  # the verdict came: guess at once
     assert isinstance(ep.tick(3.25)[0], Endpoint)
 
@@ -225,13 +226,13 @@ def test_a_quick_partial_inside_a_pause_between_words_is_not_guessed_unless_call
     ep.expect_words(True)
     speak_until(ep, 2.0)
     assert ep.partial(1, "What is your biggest?", "", 2.0, 2.16) == []
-    assert ep.eot(1, "What is your biggest?", 2.0, 2.17, words_logp=-14.0) == []
+    assert ep.end_of_turn_scores(1, "What is your biggest?", 2.0, 2.17, words_logp=-14.0) == []
     assert ep.tick(2.19) == []
     speak_until(ep, 2.6, start=2.2)  # ...and the question went on: no request was wasted
     text = "What is your biggest weakness?"
     assert ep.partial(1, text, "", 2.6, 2.76) == []  # still being scored
     # ...while words the model calls finished are guessed the moment the verdict lands
-    assert ep.eot(1, text, 2.6, 2.78, words_logp=-6.0) == [Speculate(1, text, "question")]
+    assert ep.end_of_turn_scores(1, text, 2.6, 2.78, words_logp=-6.0) == [Speculate(1, text, "question")]
 
 
 def test_only_finished_words_may_be_guessed_before_a_pass_heard_the_pause() -> None:

@@ -225,9 +225,9 @@ def test_enabling_smart_turn_changes_a_verdict() -> None:
             ep.voiced(min(voice_end, 0.5 + 0.03 * frame))
         ep.voiced(voice_end)
         ep.partial(1, text, "", voice_end, voice_end + 0.1)
-        ep.eot(1, text, voice_end, voice_end + 0.1, words_logp=logp)
+        ep.end_of_turn_scores(1, text, voice_end, voice_end + 0.1, words_logp=logp)
         if enabled:
-            ep.eot(1, text, voice_end + TAIL_S, voice_end + TAIL_S, sound_p=sound_p)
+            ep.end_of_turn_scores(1, text, voice_end + TAIL_S, voice_end + TAIL_S, sound_p=sound_p)
         wait = ep.wait()
         assert wait is not None
         verdicts.append((wait.verdict, wait.endpoint_ms))

@@ -32,9 +32,9 @@ import asyncio
 import contextlib
 import itertools
 import threading
-from collections.abc import Callable
+from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from app.answer.accounting import Ledger
 from app.answer.handle import (
@@ -52,7 +52,7 @@ from app.answer.handle import (
     Trigger,
     Withdraw,
 )
-from app.answer.similarity import ReuseRule, compare
+from app.answer.similarity import ReuseRule, exact
 from app.clock import SessionClock
 from app.config import Settings
 from app.events import (
@@ -67,24 +67,43 @@ from app.events import (
     StatusEvent,
     TokenEvent,
 )
-from app.llm.client import Delta, Done, LlmClient
+from app.llm.chat import Delta, Done, Message, StreamItem
 from app.llm.errors import LlmError
 from app.prompt.builder import PromptBuilder, cache_key, estimate_tokens
 from app.prompt.recall import RecallAnnouncer
 from app.text import question_key, tags_of
 
-ClientFactory = Callable[[], LlmClient]
+
+class AnswerClient(Protocol):
+    """What the engine asks of its LLM client (:class:`app.llm.client.LlmClient`)."""
+
+    async def start(self) -> None: ...
+
+    def stream_chat(self, messages: Sequence[Message], *, max_tokens: int, temperature: float,
+                    prompt_cache_key: str | None = None, extra: Mapping[str, Any] | None = None,
+                    extra_requests: int = 1) -> AsyncGenerator[StreamItem, None]: ...
+
+    async def aclose(self) -> None: ...
+
+
+ClientFactory = Callable[[], AnswerClient]
 """Builds the one client; may block (it starts the embedded server), so it runs off the loop."""
+
+
+def _as_is(factory: ClientFactory) -> ClientFactory:
+    return factory
 
 
 @dataclass(frozen=True, slots=True)
 class Strategy:
-    """How answers are fetched; the product default is the fastest correct one."""
+    """Seams the benchmark's baselines plug into (``devtools/bench/baselines.py``); the
+    defaults are the product: one pooled, pre-warmed client, and the exact reuse rule."""
 
-    speculation: bool = True
-    reuse_rule: ReuseRule = "exact"
-    warm_client: bool = True
-    """One pooled, pre-warmed client; False = a fresh client per request (a baseline)."""
+    reuse: ReuseRule = exact
+    """May the answer to a guess stand for the final question?"""
+    clients: Callable[[ClientFactory], ClientFactory] = _as_is
+    """Wraps the session's client factory: the engine builds one client from what it
+    returns, starts (warms) it and streams every request through it."""
 
 
 _ANSWERED = frozenset({AnswerState.DONE, AnswerState.CUT, AnswerState.FAILED})
@@ -111,7 +130,7 @@ class AnswerEngine:
         self._prompt = prompt
         self._recall = RecallAnnouncer(self._emit, clock.now)
         """The résumé lines each question touches, shown before its answer."""
-        self._client_factory = client_factory
+        self._client_factory = strategy.clients(client_factory)
         self._model = model
         self._base_url = base_url
         self._prime_cache = prime_cache
@@ -120,13 +139,13 @@ class AnswerEngine:
         question's request would queue behind the answer on screen, so it cuts it as it
         leaves instead of when its own first token arrives."""
         self._strategy = strategy
-        self._low_latency = settings.answer.low_latency and strategy.speculation
+        self._low_latency = settings.answer.low_latency
         self._session_id = session_id
         self._send_cache_key = send_cache_key
         self._prompt_for_language = prompt_for_language
         self._cache_key = cache_key(session_id, prompt.prefix_messages()) if send_cache_key else None
-        self._fillers = frozenset(w for ws in settings.answer.filler_words.values() for w in ws)
-        self._tags = tags_of([w for ws in settings.turns.end_words.values() for w in ws])
+        self._fillers = frozenset(settings.turns.all_words("fillers"))
+        self._tags = tags_of(settings.turns.all_words("end_words"))
         self._ledger = Ledger(settings.prices.get(model))
         self._ids = itertools.count(1)
         self._turns: dict[int, _Turn] = {}
@@ -134,7 +153,7 @@ class AnswerEngine:
         """The newest turn with a question: what Regenerate asks again."""
         self._front: AnswerHandle | None = None
         """The answer whose tokens are on screen now (one at a time)."""
-        self._client: LlmClient | None = None
+        self._client: AnswerClient | None = None
         self._client_error: LlmError | None = None
         self._warm_done: asyncio.Event | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -186,7 +205,7 @@ class AnswerEngine:
         return self._low_latency
 
     def set_low_latency(self, on: bool) -> None:
-        self._low_latency = on and self._strategy.speculation
+        self._low_latency = on
         self._emit(StatusEvent(t=self._clock.now(), stage="answer",
                                message=f"low-latency mode {'on' if self._low_latency else 'off'}"))
 
@@ -240,8 +259,6 @@ class AnswerEngine:
             self.warmed.set()
 
     async def _build_and_warm_client(self) -> None:
-        if not self._strategy.warm_client:
-            return
         try:
             self._client = await asyncio.get_running_loop().run_in_executor(None, self._client_factory)
         except LlmError as exc:  # said once a question needs the client; captions go on
@@ -317,9 +334,7 @@ class AnswerEngine:
         usable = [r for r in turn.speculations if r.awaits_verdict]
         candidate = usable[-1] if usable else None
         if candidate is not None:
-            verdict = compare(candidate.text, event.text, self._strategy.reuse_rule,
-                              threshold=self._settings.answer.fuzzy_threshold, fillers=self._fillers,
-                              tags=self._tags)
+            verdict = self._strategy.reuse(candidate.text, event.text, fillers=self._fillers, tags=self._tags)
             if verdict.same:
                 turn.answer = candidate
                 self._apply(candidate, Hit(verdict.similarity))
@@ -442,9 +457,8 @@ class AnswerEngine:
     async def _stream(self, request: AnswerHandle) -> None:
         messages = self._prompt.messages(request.text)
         self._apply(request, Sent(estimate_tokens(messages)))
-        owned = False
         try:
-            client, owned = await self._client_for_request()
+            client = await self._client_for_request()
             # A guess gets no re-send or hedge: the confirmed question has its own budget.
             shape = self._prompt.reply_shape  # the bundled model's: three bullets, no loops
             stream = shape.wrap(client.stream_chat(
@@ -463,19 +477,14 @@ class AnswerEngine:
             # failure is the one message, after the question it belongs to.
             self._apply(request, Fail(str(exc)))
             return
-        finally:
-            if owned:
-                await client.aclose()
         self._apply(request, Complete())
 
-    async def _client_for_request(self) -> tuple[LlmClient, bool]:
-        if not self._strategy.warm_client:  # the baseline: a fresh client per request
-            return await asyncio.get_running_loop().run_in_executor(None, self._client_factory), True
+    async def _client_for_request(self) -> AnswerClient:
         assert self._warm_done is not None
         await self._warm_done.wait()
         if self._client is None:
             raise self._client_error or LlmError("server", "no LLM client", retryable=False)
-        return self._client, False
+        return self._client
 
     def _record(self, request: AnswerHandle) -> None:
         """The prompt's history holds what the candidate saw, once per turn."""

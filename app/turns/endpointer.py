@@ -17,22 +17,26 @@ stopped often lacks the last syllable ("…simple term?" for "…terms?").
 
 How long a pause ends the turn is :mod:`app.turns.policy`'s decision, from the text and
 the end-of-turn signals; the signals are computed elsewhere (off the audio thread) and
-handed in with :meth:`Endpointer.eot`, tagged with the text and audio they were computed
-on, so a late result for older words is simply not used.
+handed in with :meth:`Endpointer.end_of_turn_scores`, tagged with the text and audio they
+were computed on, so a late result for older words is simply not used.
+
+The product has one way of turning all this into decisions, :class:`SignalsPolicy`; the
+benchmark's baselines (``devtools/bench/baselines.py``) hand the endpointer other
+:class:`TurnPolicy` objects, so what they measure runs through the same endpointer.
 """
 
 from __future__ import annotations
 
 import collections
 import re
-import unicodedata
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from app.audio.frames import FRAME_MS
 from app.config import TurnConfig
 from app.events import EndpointReason, SpeculateReason
-from app.text import question_key, tags_of
+from app.text import is_cjk, question_key, tags_of
 from app.turns.policy import Evidence, TextCues, Wait, decide
 
 _EPS = 1e-6
@@ -66,7 +70,9 @@ Decision = Speculate | Endpoint | Discard
 
 
 @dataclass(slots=True)
-class _Turn:
+class OpenTurn:
+    """What the endpointer knows of the turn still open (a policy reads it, never writes)."""
+
     id: int
     last_voiced_end: float
     text: str = ""
@@ -82,16 +88,28 @@ class _Turn:
     sound_p: float | None = None
 
 
+class TurnPolicy(Protocol):
+    """Turns what the endpointer knows of the open turn into decisions."""
+
+    def decide(self, ep: Endpointer, turn: OpenTurn, silence: float) -> list[Decision]:
+        """The decisions due after ``silence`` seconds without voice; the endpointer drops a
+        guess at words already guessed and closes the turn at an :class:`Endpoint`."""
+        ...
+
+    def wait(self, ep: Endpointer, turn: OpenTurn) -> Wait | None:
+        """The verdict the decisions follow (None: the policy has none to show)."""
+        ...
+
+
 class Endpointer:
     def __init__(self, config: TurnConfig, language: str = "en", fillers: Iterable[str] = (), *,
-                 guess_ahead: bool = True) -> None:
-        """``guess_ahead`` False guesses current partials only (the benchmark's baseline
-        of before the guess at the pause)."""
+                 policy: TurnPolicy | None = None) -> None:
+        """``policy``: the product's :class:`SignalsPolicy` unless a benchmark baseline is given."""
         self._cfg = config
-        self._guess_ahead = guess_ahead
+        self._policy: TurnPolicy = policy or SignalsPolicy()
         self._fillers = tuple(fillers)
         self.set_language(language)
-        self._turn: _Turn | None = None
+        self._turn: OpenTurn | None = None
         self._pauses: collections.deque[float] = collections.deque(maxlen=_LEARNED_PAUSES)
         """Lengths (ms) of the interviewer's latest pauses inside a question."""
         self._expect_words = False
@@ -107,14 +125,23 @@ class Endpointer:
         will be the final; a guess on words heard before the pause waits for it."""
         self._pass_coming = coming
 
+    @property
+    def config(self) -> TurnConfig:
+        return self._cfg
+
+    @property
+    def pass_coming(self) -> bool:
+        """See :meth:`expect_pass`."""
+        return self._pass_coming
+
     def set_language(self, language: str) -> None:
         """The text cues of ``language`` (an ``auto`` session settles it late)."""
-        lang = language.split("-")[0]
-        self._end_words = [w.lower() for w in self._cfg.end_words.get(lang, [])]
+        lists = self._cfg.words_of(language)
+        self._end_words = [w.lower() for w in lists.end_words]
         self._tags = tags_of(self._end_words)
-        self._thinking = [w.lower() for w in self._cfg.thinking_words.get(lang, [])]
-        self._particles = [w.lower() for w in self._cfg.final_particles.get(lang, [])]
-        self._question_words = [w.lower() for w in self._cfg.question_words.get(lang, [])]
+        self._thinking = [w.lower() for w in lists.thinking_words]
+        self._particles = [w.lower() for w in lists.final_particles]
+        self._question_words = [w.lower() for w in lists.question_words]
 
     @property
     def turn(self) -> int | None:
@@ -126,7 +153,7 @@ class Endpointer:
         return self._turn.text if self._turn else ""
 
     def speech_started(self, turn: int, t: float) -> None:
-        self._turn = _Turn(id=turn, last_voiced_end=t)
+        self._turn = OpenTurn(id=turn, last_voiced_end=t)
 
     def voiced(self, t_end: float) -> None:
         """A voiced frame ending at ``t_end`` (audio clock) belongs to the current turn."""
@@ -142,7 +169,7 @@ class Endpointer:
         if turn is None or turn_id != turn.id:
             return []
         turn.text, turn.stable, turn.partial_audio_end = text, stable, audio_end
-        turn.question_streak = turn.question_streak + 1 if self._question_like(text) else 0
+        turn.question_streak = turn.question_streak + 1 if self.question_like(text) else 0
         return self._decide(now)
 
     def no_words(self, turn_id: int, audio_end: float) -> None:
@@ -158,8 +185,8 @@ class Endpointer:
         turn = self._turn
         return turn is not None and turn.id == turn_id and audio_end >= turn.last_voiced_end - _EPS
 
-    def eot(self, turn_id: int, text: str, audio_end: float, now: float, *,
-            words_logp: float | None = None, sound_p: float | None = None) -> list[Decision]:
+    def end_of_turn_scores(self, turn_id: int, text: str, audio_end: float, now: float, *,
+                           words_logp: float | None = None, sound_p: float | None = None) -> list[Decision]:
         """End-of-turn signals arrived for ``text`` (the words model's log P(end)) and for
         the audio up to ``audio_end`` (Smart Turn's P(end)); either may be None (missing
         or failed).  They count while the turn's text and voice are still those."""
@@ -167,14 +194,14 @@ class Endpointer:
         if turn is None or turn_id != turn.id:
             return []
         if words_logp is not None:
-            turn.words_key, turn.words_logp = self._key(text), words_logp
+            turn.words_key, turn.words_logp = self.key(text), words_logp
         if sound_p is not None:
             turn.sound_audio_end, turn.sound_p = audio_end, sound_p
         return self._decide(now)
 
     def wait(self) -> Wait | None:
         """The policy's current verdict for the open turn (what the decisions follow)."""
-        return self._wait(self._turn) if self._turn else None
+        return self._policy.wait(self, self._turn) if self._turn else None
 
     def tick(self, now: float) -> list[Decision]:
         """Audio time advanced to ``now`` (end of the newest frame) without new voice."""
@@ -195,7 +222,7 @@ class Endpointer:
         self._turn = None
         return [Discard(turn.id)] if turn else []
 
-    # --- rules -----------------------------------------------------------------
+    # --- decisions -------------------------------------------------------------
 
     def _decide(self, now: float) -> list[Decision]:
         turn = self._turn
@@ -205,85 +232,39 @@ class Endpointer:
         if heard_nothing and silence * 1000 >= self._cfg.endpoint_silence_ms:
             self._turn = None  # speech that decoded to no words: a noise, not a turn
             return [Discard(turn.id)]
-        if self._cfg.policy == "rules":
-            return self._decide_by_rules(now)
-        wait = self._wait(turn)
         decisions: list[Decision] = []
-        current = turn.partial_audio_end >= turn.last_voiced_end - _EPS
-        ahead = self._guess_ahead and not self._pass_coming
-        due = wait.speculate_ms if current else wait.ahead_ms if ahead else None
-        key = self._key(turn.text)
-        if turn.text and due is not None and silence * 1000 >= due and key not in turn.speculated:
-            turn.speculated.add(key)
-            reason: SpeculateReason = (
-                "end_word" if self._ends_with_end_word(turn.text)
-                else "question" if wait.verdict == "complete" or self._question_like(turn.text)
-                else "silence")
-            decisions.append(Speculate(turn.id, turn.text, reason))
-        if turn.text and silence * 1000 >= wait.endpoint_ms:
-            reason_e: EndpointReason = "question" if wait.verdict == "complete" else "silence"
-            decisions.append(Endpoint(turn.id, reason_e, round(silence, 4)))
-            self._turn = None
+        for decision in self._policy.decide(self, turn, silence):
+            if isinstance(decision, Speculate):
+                key = self.key(decision.text)
+                if key in turn.speculated:
+                    continue  # these words were guessed already
+                turn.speculated.add(key)
+            elif isinstance(decision, Endpoint):
+                self._turn = None
+            decisions.append(decision)
         return decisions
 
-    def _wait(self, turn: _Turn) -> Wait:
+    # --- what the words say (read by the policies) -------------------------------
+
+    def cues(self, turn: OpenTurn) -> TextCues:
         text = turn.text
-        cues = TextCues(
-            tag=self._ends_with_end_word(text) or self._ends_with(text, self._particles),
+        return TextCues(
+            tag=self.ends_with_end_word(text) or self._ends_with(text, self._particles),
             question=(text.rstrip().endswith(("?", "？"))
                       or self._holds_question_word(text)),
-            trailing=self._trails_off(text),
+            trailing=self.trails_off(text),
             question_streak=turn.question_streak)
-        # words heard before the voice stopped are not judged while a pass that will hear
-        # it all is coming: a verdict on them would end the turn on words it may not have
-        heard_all = turn.partial_audio_end >= turn.last_voiced_end - _EPS
-        waiting = self._guess_ahead and self._pass_coming and not heard_all
-        scored = turn.words_key == self._key(text) and not waiting
-        words = turn.words_logp if scored else None
-        sound = turn.sound_p if turn.sound_audio_end >= turn.last_voiced_end - _EPS else None
-        learned = max(self._pauses) if self._cfg.learn_pauses and self._pauses else None
-        pending = self._expect_words and not scored
-        return decide(self._cfg, cues, Evidence(words, sound, words_pending=pending), learned)
 
-    def _decide_by_rules(self, now: float) -> list[Decision]:
-        """The endpointer before the end-of-turn signals (``policy = "rules"``)."""
-        turn = self._turn
-        assert turn is not None
-        silence = max(0.0, now - turn.last_voiced_end) + _EPS
-        decisions: list[Decision] = []
-        current = turn.text and turn.partial_audio_end >= turn.last_voiced_end - _EPS
-        if current:
-            reason = self._speculate_reason(turn.text, silence)
-            key = self._key(turn.text)
-            if reason and key not in turn.speculated:
-                turn.speculated.add(key)
-                decisions.append(Speculate(turn.id, turn.text, reason))
-        needed = self._endpoint_silence(turn) / 1000
-        if turn.text and silence >= needed:
-            reason_e: EndpointReason = "question" if turn.question_streak >= 2 else "silence"
-            decisions.append(Endpoint(turn.id, reason_e, round(silence, 4)))
-            self._turn = None
-        return decisions
+    def learned_pause_ms(self) -> float | None:
+        """The longest of the interviewer's latest pauses inside a question, if learnt."""
+        return max(self._pauses) if self._cfg.learn_pauses and self._pauses else None
 
-    def _speculate_reason(self, text: str, silence: float) -> SpeculateReason | None:
-        silence_ms = silence * 1000
-        if silence_ms >= self._cfg.speculate_min_pause_ms:
-            if self._ends_with_end_word(text):
-                return "end_word"
-            if len(text) >= self._cfg.speculate_min_question_chars and ("?" in text or "？" in text):
-                return "question"
-        if silence_ms >= self._cfg.speculate_silence_ms:
-            return "silence"
-        return None
+    @property
+    def expecting_words(self) -> bool:
+        """See :meth:`expect_words`."""
+        return self._expect_words
 
-    def _endpoint_silence(self, turn: _Turn) -> int:
-        if self._trails_off(turn.text):
-            return self._cfg.endpoint_thinking_silence_ms
-        if turn.question_streak >= 2:
-            return self._cfg.endpoint_question_silence_ms
-        return self._cfg.endpoint_silence_ms
-
-    def _ends_with_end_word(self, text: str) -> bool:
+    def ends_with_end_word(self, text: str) -> bool:
         """Does the text end in a tag like "right?", "you know", "对吧"?
 
         Punctuation is the recogniser's guess ("urgent, right?" may come out as "urgent?
@@ -297,7 +278,7 @@ class Endpointer:
             if not word or not bare.endswith(word):
                 continue
             head = bare[: len(bare) - len(word)]
-            if not head or _is_cjk(word[0]):
+            if not head or is_cjk(word[0]):
                 return True
             if not head[-1].isspace() and head[-1] not in _BOUNDARY:
                 continue  # inside a longer word: "outright"
@@ -306,8 +287,9 @@ class Endpointer:
                 return True
         return False
 
-    def _question_like(self, text: str) -> bool:
-        return (text.rstrip().endswith(("?", "？")) or self._ends_with_end_word(text)
+    def question_like(self, text: str) -> bool:
+        """Ends in "?", a tag or a final particle, or is a closed wh-question."""
+        return (text.rstrip().endswith(("?", "？")) or self.ends_with_end_word(text)
                 or self._ends_with(text, self._particles) or self._closed_wh_question(text))
 
     def _closed_wh_question(self, text: str) -> bool:
@@ -326,14 +308,14 @@ class Endpointer:
     def _holds_question_word(self, text: str) -> bool:
         return any(w in text.lower() for w in self._question_words)
 
-    def _trails_off(self, text: str) -> bool:
+    def trails_off(self, text: str) -> bool:
         """Ends in and/so/um/然后… with no full stop after it: a thinking pause."""
         stripped = text.strip()
         if not stripped or stripped[-1] in _SENTENCE_FINAL:
             return False  # a finished sentence is no thinking pause
         return self._ends_with(stripped, self._thinking)
 
-    def _key(self, text: str) -> tuple[str, ...]:
+    def key(self, text: str) -> tuple[str, ...]:
         """Guesses are deduplicated by the one "same question" rule."""
         return question_key(text, self._fillers, self._tags)
 
@@ -343,7 +325,7 @@ class Endpointer:
         follow anything (no spaces between words); any other must be a whole word."""
         bare = _TRAILING_PUNCT.sub("", text.strip().lower().rstrip("?？ "))
         last = bare.split()[-1] if bare.split() else ""
-        return any(bare.endswith(w) if _is_cjk(w[0]) else last == w for w in words if w)
+        return any(bare.endswith(w) if is_cjk(w[0]) else last == w for w in words if w)
 
 
 _BOUNDARY = ",.?!;:，。？！；："
@@ -351,7 +333,48 @@ _SENTENCE_FINAL = "?？.。!！"
 _SENTENCE_SPLIT = re.compile(f"[{re.escape(_SENTENCE_FINAL)}]")
 
 
-def _is_cjk(char: str) -> bool:
-    return unicodedata.east_asian_width(char) in ("W", "F")
+class SignalsPolicy:
+    """The product's policy: :func:`app.turns.policy.decide` sets the waits from the text
+    and the end-of-turn signals; a current partial is guessed when its wait is up, the
+    newest one at the pause when its words are called finished and no pass that will hear
+    the pause is coming."""
+
+    def decide(self, ep: Endpointer, turn: OpenTurn, silence: float) -> list[Decision]:
+        wait = self.wait(ep, turn)
+        decisions: list[Decision] = []
+        current = turn.partial_audio_end >= turn.last_voiced_end - _EPS
+        due = wait.speculate_ms if current else wait.ahead_ms if self.guesses_ahead(ep) else None
+        if turn.text and due is not None and silence * 1000 >= due:
+            reason: SpeculateReason = (
+                "end_word" if ep.ends_with_end_word(turn.text)
+                else "question" if wait.verdict == "complete" or ep.question_like(turn.text)
+                else "silence")
+            decisions.append(Speculate(turn.id, turn.text, reason))
+        if turn.text and silence * 1000 >= wait.endpoint_ms:
+            reason_e: EndpointReason = "question" if wait.verdict == "complete" else "silence"
+            decisions.append(Endpoint(turn.id, reason_e, round(silence, 4)))
+        return decisions
+
+    def wait(self, ep: Endpointer, turn: OpenTurn) -> Wait:
+        # words heard before the voice stopped are not judged while a pass that will hear
+        # it all is coming: a verdict on them would end the turn on words it may not have
+        heard_all = turn.partial_audio_end >= turn.last_voiced_end - _EPS
+        waiting = self.waits_for_pass(ep) and not heard_all
+        scored = turn.words_key == ep.key(turn.text) and not waiting
+        words = turn.words_logp if scored else None
+        sound = turn.sound_p if turn.sound_audio_end >= turn.last_voiced_end - _EPS else None
+        pending = ep.expecting_words and not scored
+        return decide(ep.config, ep.cues(turn), Evidence(words, sound, words_pending=pending),
+                      ep.learned_pause_ms())
+
+    def guesses_ahead(self, ep: Endpointer) -> bool:
+        """May the newest partial be guessed before a pass heard all the voice?  When no
+        pass that will hear the pause is coming (given up, no words, not the last voice)."""
+        return not ep.pass_coming
+
+    def waits_for_pass(self, ep: Endpointer) -> bool:
+        """Are words heard before the voice stopped left unjudged?  While a pass that will
+        hear all the voice is coming."""
+        return ep.pass_coming
 
 

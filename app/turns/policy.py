@@ -11,12 +11,12 @@ between -1 (unfinished) and +1 (finished) and the votes add up:
 
 A sum of +1 or more is *complete* (end after a short silence, ~250 ms), -1 or less is
 *incomplete* (long wait), between is *uncertain*: the middle wait, but never longer than
-today's rules would wait for the same text (400 ms after "?" or a tag twice in a row):
+the text rules would wait for the same text (400 ms after "?" or a tag twice in a row):
 doubt is no evidence that more words are coming, so it never makes a question wait
 longer than the rules did; the interviewer's own longer pauses still stretch it.  A trailing and/so/um…
 (a thinking pause) overrides the sum: the longest wait.  With no model signal at all
 (not installed, failed to load, a language it was not checked on, or not scored yet)
-today's rules decide: "?" or a tag twice in a row → the question wait, else the silence
+the text rules decide: "?" or a tag twice in a row → the question wait, else the silence
 wait (a Chinese sentence closed with "。" whose last sentence holds a question word
 counts as "?": a wh-question needs no rising pitch, so the recogniser's mark is a guess).
 
@@ -67,7 +67,7 @@ class TextCues:
     trailing: bool = False
     """Ends in a thinking word: and, so, but, um, 然后…"""
     question_streak: int = 0
-    """Consecutive partials that ended in "?" or a tag (today's rule)."""
+    """Consecutive partials that ended in "?" or a tag (the text rules' question cue)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,7 +77,7 @@ class Evidence:
     words_logp: float | None = None
     sound_p: float | None = None
     words_pending: bool = False
-    """The words model is scoring this text right now (its result is ~50 ms away)."""
+    """The words model is scoring this text right now (its result is one call away)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,7 +88,7 @@ class Wait:
     speculate_ms: float
     """Silence after which a current partial is sent as a guess."""
     score: float | None
-    """Sum of the votes; None when today's rules decided (no model signal)."""
+    """Sum of the votes; None when the text rules decided (no model signal)."""
     ahead_ms: float | None = None
     """Silence after which the newest partial is guessed even though no pass has heard
     all the voice yet (words called finished); None: only a current partial is guessed."""

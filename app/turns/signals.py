@@ -6,7 +6,7 @@ decide; one that is missing or fails to load is left out and the others (in the 
 today's text rules) decide.  :class:`SignalWorker` runs the scoring on its own thread:
 partials can come faster than a model call, and only the newest matters, so a new
 request replaces one still waiting.  Results go to a callback on the worker's thread,
-tagged with the text and audio they were computed for (see ``Endpointer.eot``).
+tagged with the text and audio they were computed for (see ``Endpointer.end_of_turn_scores``).
 """
 
 from __future__ import annotations

@@ -55,7 +55,7 @@ def find_model() -> Path | None:
 
 
 class SmartTurn:
-    """P(end of turn | the last 8 s of audio).  One call at a time (~95 ms of CPU, bench signals)."""
+    """P(end of turn | the last 8 s of audio).  One call at a time (its CPU: ``bench signals``)."""
 
     def __init__(self, model_path: Path | None = None, threads: int = 1) -> None:
         path = model_path or find_model()

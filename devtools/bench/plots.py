@@ -25,7 +25,8 @@ if TYPE_CHECKING:
 
 INSTALL_HINT = "plots need matplotlib: pip install 'interview-copilot[diagnostics]'"
 
-MODE_COLORS = {"naive": "#c0504d", "seed": "#e0a030", "ours": "#2e7d4f"}
+MODE_COLORS = {"naive": "#c0504d", "user-fixes": "#e0a030", "product": "#2e7d4f",
+               "seed": "#e0a030", "ours": "#2e7d4f"}  # the modes' names before 5 Dec
 STAGE_COLORS = ("#8da0cb", "#66c2a5", "#fc8d62", "#e78ac3", "#a6d854", "#ffd92f")
 
 SPEECH_LANE, ANSWER_LANE = -0.2, 0.2

@@ -6,23 +6,25 @@ by default our test server in a separate process with the "relay" profile (230 m
 connection set-up, 50 ms queue, 200 ms to the first token, 50 tokens/s).
 
 Modes, measured on the same clips, every mode in turn on each clip (so a machine that
-slows down for a while slows every mode alike):
+slows down for a while slows every mode alike); the baselines are strategy objects of
+:mod:`devtools.bench.baselines` handed to the product's seams:
 
-- ``naive``: a new client per request, no pre-warm, no speculation, the final decoded
-  again after a fixed 800 ms silence;
-- ``seed``: the user's four fixes — one warm pooled client, tokens shown unbuffered,
-  speculation with the ``ratio ≥ 0.92`` reuse rule — but fixed-silence endpointing and a
-  second decode for the final;
+- ``naive``: a new client per request, no pre-warm, no speculation, no shorter wait after
+  a question, the final decoded again after the endpoint;
+- ``user-fixes`` (was ``seed``): the user's four fixes — one warm pooled client, tokens
+  shown unbuffered, speculation with the ``ratio ≥ 0.92`` reuse rule — but no shorter
+  wait after a question and a second decode for the final;
 - ``rules``: the product with the text-rules endpointer of before the end-of-turn
-  signals (``turns.policy = "rules"``), so the signals' gain is a ratio too;
+  signals, so the signals' gain is a ratio too;
 - ``pass``: the product as it was before the guess at the pause (issue 29): only a
-  partial whose pass heard all the voice is scored and guessed
-  (``ListenerOptions.guess_ahead`` off);
-- ``ours``: the product defaults.
+  partial whose pass heard all the voice is scored and guessed;
+- ``product`` (was ``ours``): the product defaults.
 
-A mode may change settings on top of the run's: ``ours@vad.hangover_ms=30`` (several
+A mode may change settings on top of the run's: ``product@vad.hangover_ms=30`` (several
 ``@SECTION.KEY=VALUE`` in a row), so a setting's effect is measured on the same clips in
-the same run as the defaults, and printed as a ratio to ``ours``.
+the same run as the defaults, and printed as a ratio to ``product``.  The old names
+``seed`` and ``ours`` are still accepted (older commands in the changelog), and reported
+under the new ones.
 
 ``--candidate-track`` adds the candidate's side of the call (see :mod:`devtools.bench.candidate`)
 and reports, beside the latency, the interviewer's partial cadence, requests written for
@@ -50,7 +52,7 @@ import sys
 import tempfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
@@ -58,32 +60,47 @@ from app.answer.engine import Strategy
 from app.asr.decoder import WhisperDecoder, load_decoder
 from app.config import Settings
 from app.events import Event, EventBus, FinalEvent, PartialEvent, RequestEvent, SpeculateEvent
-from app.listener import ListenerOptions
+from app.listener import ListenerOptions, Listening, ProductListening
 from app.llm.endpoint import LlmEndpoint
 from app.percentile import median, p95
 from app.session import Session
 from app.text import question_key, tags_of, words
 from app.timeline import Timeline, TurnStages
 from devtools.bench import candidate
+from devtools.bench.baselines import (
+    FuzzyReuse,
+    NoShortcutListening,
+    PassOnlyListening,
+    TextRulesListening,
+    fresh_client_per_request,
+)
 from devtools.bench.corpus import Clip, load_corpus, ms
 
 
 @dataclass(frozen=True)
 class Mode:
     strategy: Strategy = Strategy()
-    options: ListenerOptions = ListenerOptions()
-    policy: Literal["signals", "rules"] = "signals"
+    listening: Listening = field(default_factory=ProductListening)
+    speculation: bool = True
+    """False: the mode runs with ``answer.low_latency`` off (no guess is ever asked)."""
 
 
+PRODUCT = "product"
 MODES: dict[str, Mode] = {
-    "naive": Mode(Strategy(speculation=False, warm_client=False),
-                  ListenerOptions(reuse_final=False, question_shortcut=False)),
-    "seed": Mode(Strategy(speculation=True, reuse_rule="fuzzy_unguarded"),
-                 ListenerOptions(reuse_final=False, question_shortcut=False)),
-    "rules": Mode(policy="rules"),
-    "pass": Mode(options=ListenerOptions(guess_ahead=False)),
-    "ours": Mode(),
+    "naive": Mode(Strategy(clients=fresh_client_per_request), NoShortcutListening(), speculation=False),
+    "user-fixes": Mode(Strategy(reuse=FuzzyReuse(0.92)), NoShortcutListening()),
+    "rules": Mode(listening=TextRulesListening()),
+    "pass": Mode(listening=PassOnlyListening()),
+    PRODUCT: Mode(),
 }
+ALIASES = {"seed": "user-fixes", "ours": PRODUCT}
+"""The modes' former names, still accepted."""
+
+
+def canonical(mode: str) -> str:
+    """``ours@vad.hangover_ms=30`` → ``product@vad.hangover_ms=30``."""
+    base, at, changes = mode.partition("@")
+    return ALIASES.get(base, base) + at + changes
 
 
 @dataclass
@@ -143,7 +160,7 @@ class TurnResult:
 def run(settings: Settings, args: argparse.Namespace) -> dict[str, Any]:
     clips = load_corpus(args.corpus, args.limit)
     decoder = load_decoder(settings.asr)
-    modes = [m.strip() for m in args.modes.split(",") if m.strip()]
+    modes = [canonical(m.strip()) for m in args.modes.split(",") if m.strip()]
     for mode in modes:
         mode_settings(settings, mode)  # a mistyped mode fails before the first clip
     variants = [v.strip() for v in getattr(args, "candidate_track", "off").split(",") if v.strip()]
@@ -175,15 +192,14 @@ def run(settings: Settings, args: argparse.Namespace) -> dict[str, Any]:
 
 
 def mode_settings(settings: Settings, mode: str) -> tuple[Mode, Settings]:
-    """The mode named by ``mode`` and the settings it runs with: ``ours@vad.hangover_ms=30``
-    is ``ours`` with that setting changed, on a copy, by the settings' own validation."""
-    base, *changes = mode.split("@")
+    """The mode named by ``mode`` and the settings it runs with: ``product@vad.hangover_ms=30``
+    is ``product`` with that setting changed, on a copy, by the settings' own validation."""
+    base, *changes = canonical(mode).split("@")
     if base not in MODES:
         raise SystemExit(f"--modes: unknown mode {base!r}; choose from {', '.join(MODES)}")
     spec = MODES[base]
     changed = settings.model_copy(deep=True)
-    changed.answer.low_latency = spec.strategy.speculation
-    changed.turns.policy = spec.policy
+    changed.answer.low_latency = spec.speculation
     for change in changes:
         path, is_set, value = change.partition("=")
         section_name, _, key = path.partition(".")
@@ -198,18 +214,19 @@ def mode_settings(settings: Settings, mode: str) -> tuple[Mode, Settings]:
 
 
 def _ratios(summary: dict[str, Any]) -> dict[str, float]:
-    """Baseline median / ours median, for response latency: how many times faster we are;
-    and ours / a variant of ours (``ours@…``): above 1, the changed setting is faster."""
-    ours = summary.get("ours", {}).get("response_latency_median_s")
+    """Baseline median / product median, for response latency: how many times faster the
+    product is; and product / a variant of it (``product@…``): above 1, the changed setting
+    is faster."""
+    ours = summary.get(PRODUCT, {}).get("response_latency_median_s")
     ratios: dict[str, float] = {}
-    for base in ("naive", "seed", "rules", "pass"):
+    for base in (m for m in MODES if m != PRODUCT):
         theirs = summary.get(base, {}).get("response_latency_median_s")
         if ours and theirs:
-            ratios[f"{base}/ours"] = round(theirs / ours, 2)
-    for variant in (m for m in summary if m.startswith("ours@")):
+            ratios[f"{base}/{PRODUCT}"] = round(theirs / ours, 2)
+    for variant in (m for m in summary if m.startswith(f"{PRODUCT}@")):
         theirs = summary[variant].get("response_latency_median_s")
         if ours and theirs:
-            ratios[f"ours/{variant}"] = round(ours / theirs, 2)
+            ratios[f"{PRODUCT}/{variant}"] = round(ours / theirs, 2)
     return ratios
 
 
@@ -258,7 +275,7 @@ def _replay(settings: Settings, decoder: WhisperDecoder, endpoint: LlmEndpoint, 
     bus = EventBus()
     bus.subscribe(events.append)
     session = Session(changed, audio_file=clip.path, llm=endpoint, strategy=spec.strategy,
-                      listener_options=spec.options, bus=bus, decoder=decoder,
+                      listener_options=ListenerOptions(spec.listening), bus=bus, decoder=decoder,
                       candidate_file=track.path if track else None)
     try:
         session.run_file()
@@ -318,8 +335,8 @@ def _score(events: list[Event], clip: Clip, mode: str) -> TurnResult:
         result.answer = answer.text
     final_of = {s.number: s.finals[-1].text for s in asked}  # each turn's last (whole) final
     settings = Settings()
-    tags = tags_of(w for ws in settings.turns.end_words.values() for w in ws)
-    fillers = [w for ws in settings.answer.filler_words.values() for w in ws]
+    tags = tags_of(settings.turns.all_words("end_words"))
+    fillers = settings.turns.all_words("fillers")
     for shown in on_screen:
         request = timeline.requests[shown.request]
         written_for = question_key(request.text, fillers, tags)
