@@ -574,7 +574,7 @@ class Session:
     def _answers_bundled(self) -> bool:
         """The answers come from the bundled 135M model, which gets the compact prompt; a
         GGUF file the user chose is a model they picked for being better: the full prompt
-        (docs/decisions/00XX-local-model-choice.md)."""
+        (docs/decisions/0016-local-model-choice.md)."""
         if self._llm is None:
             return local_model_name(self.settings.llm) == LOCAL_MODEL
         return self._llm.model == LOCAL_MODEL

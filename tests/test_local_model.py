@@ -148,7 +148,7 @@ def test_headless_with_a_bad_model_file_exits_2_without_a_traceback(tmp_path: Pa
 
 def test_only_the_bundled_model_gets_the_compact_prompt(tmp_path: Path, decoder: object) -> None:
     """The compact prompt is cut to what a 135M model can follow; a model the user chose
-    gets the full one (docs/decisions/00XX-local-model-choice.md)."""
+    gets the full one (docs/decisions/0016-local-model-choice.md)."""
     for local_model, compact in (("bundled", True), (str(tmp_path / "big.gguf"), False)):
         settings = Settings()
         settings.llm.local_model = local_model
