@@ -1,3 +1,3 @@
-from app.cli import exit_process, main
+from app.frontends.cli import exit_process, main
 
 exit_process(main())

@@ -4,7 +4,7 @@
 benchmarks behind ``interview-copilot bench``) and ``devtools.scripted`` (the scripted
 interview the screenshot and paint-latency scripts drive the window with) live in a
 source checkout beside ``app/``.  They depend on ``app``; ``app`` never imports them,
-except :mod:`app.checkout`, which finds them for ``interview-copilot bench``.  The wheel
+except :mod:`app.frontends.checkout`, which finds them for ``interview-copilot bench``.  The wheel
 (``[tool.setuptools.packages.find]`` lists ``app*`` only) and the PyInstaller bundle
 (``excludes`` in ``packaging/interview-copilot.spec``) leave them out.
 """

@@ -9,8 +9,8 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterable
 
-from app.clock import SessionClock
-from app.events import (
+from app.core.clock import SessionClock
+from app.core.events import (
     AnswerDoneEvent,
     EndpointEvent,
     Event,
@@ -33,7 +33,7 @@ Step = tuple[float, Callable[[float], Event]]
 
 
 class ScriptedController:
-    """Implements :class:`app.session.Controller`; ``start`` plays ``script`` on a thread."""
+    """Implements :class:`app.session.session.Controller`; ``start`` plays ``script`` on a thread."""
 
     def __init__(self, script: Iterable[Step] = (), *, speed: float = 1.0) -> None:
         self.bus = EventBus()
@@ -192,7 +192,7 @@ def _tokens(text: str) -> list[str]:
 
 
 def main() -> int:
-    from app.config import Settings
+    from app.core.config import Settings
     from app.ui.app import run_window
 
     controller = ScriptedController(interview_script())

@@ -10,7 +10,7 @@
 # What it is compiled for is set here, once, for every build (tests/run.sh passes the same
 # flag): -DGGML_NATIVE=OFF, i.e. llama.cpp's portable x86-64 set (SSE4.2, AVX, AVX2, BMI2,
 # FMA, F16C), never the build machine's own extensions.  A CPU without them cannot run it;
-# app/bundled.py checks for exactly that set at run time and turns the local model off with
+# app/platform/bundled.py checks for exactly that set at run time and turns the local model off with
 # one sentence instead of an illegal-instruction crash.  (Not GGML_BACKEND_DL with
 # GGML_CPU_ALL_VARIANTS, which picks a CPU variant at run time: llama-cpp-python 0.3.36 never
 # calls ggml_backend_load_all(), so such a build would find no CPU backend.)  macOS: built for the

@@ -60,8 +60,8 @@ def burn(stop: threading.Event, size: int) -> None:
 def run(args: argparse.Namespace) -> int:
     from PySide6.QtCore import QTimer
 
-    from app.config import Settings
-    from app.events import Event, PaintedEvent, TokenEvent
+    from app.core.config import Settings
+    from app.core.events import Event, PaintedEvent, TokenEvent
     from app.ui.app import ensure_app
     from app.ui.hotkeys import NullBackend
     from app.ui.window import MainWindow
@@ -121,7 +121,7 @@ def run(args: argparse.Namespace) -> int:
         print("no paints recorded (is the window visible?)")
         return 1
     print(f"paints={len(ms)}  token->paint latency (oldest token per paint):")
-    from app.percentile import median, percentile
+    from app.observing.percentile import median, percentile
 
     print(f"  median {median(ms) or 0:.2f} ms   p90 {percentile(ms, 0.90) or 0:.2f} ms   "
           f"p99 {percentile(ms, 0.99) or 0:.2f} ms   max {max(ms):.2f} ms")

@@ -26,7 +26,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 DEMO = ROOT / "assets" / "demo.wav"
 EXPECTED_WORDS = "interested in this role"
-"""Words the demo's first question contains (app/selftest.py checks the same clip)."""
+"""Words the demo's first question contains (app/frontends/selftest.py checks the same clip)."""
 
 
 def bundle_executable(dist: Path, platform: str = sys.platform) -> Path:

@@ -93,8 +93,8 @@ class _AcceptingBackend:
 def _shoot(out: Path, theme: str, width: int, height: int) -> int:
     from PySide6.QtCore import QTimer
 
-    from app.config import Settings
-    from app.sessions import SessionLog
+    from app.core.config import Settings
+    from app.observing.session_files import SessionLog
     from app.ui.app import ensure_app
     from app.ui.window import MainWindow
     from devtools.scripted import ScriptedController, interview_script

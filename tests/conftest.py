@@ -15,7 +15,7 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
 from app.asr.decoder import WhisperDecoder
 from app.asr.model import load_model
-from app.events import Event, TokenEvent
+from app.core.events import Event, TokenEvent
 from tests.speech import have_espeak
 
 E = TypeVar("E", bound=Event)

@@ -8,13 +8,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from app.audio.frames import AudioFrame
-from app.events import ErrorEvent, FinalEvent, LanguageEvent, PartialEvent, Speaker
+from app.core.events import ErrorEvent, FinalEvent, LanguageEvent, PartialEvent, Speaker
 from app.turns.signals import TurnSignals
 
 
 @dataclass
 class StandaloneHooks:
-    """Implements :class:`app.listener.ListenerHooks`: turns counted from 1, the end-of-turn
+    """Implements :class:`app.session.listener.ListenerHooks`: turns counted from 1, the end-of-turn
     models from ``load`` (None: no scoring)."""
 
     load: Callable[[], TurnSignals] | None = None

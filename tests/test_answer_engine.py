@@ -11,9 +11,9 @@ from collections.abc import Iterator
 import pytest
 
 from app.answer.engine import AnswerEngine, Strategy
-from app.clock import SessionClock
-from app.config import Settings
-from app.events import (
+from app.core.clock import SessionClock
+from app.core.config import Settings
+from app.core.events import (
     AnswerDoneEvent,
     CutEvent,
     ErrorEvent,

@@ -33,7 +33,7 @@ from app.answer.handle import (
     Trigger,
     Withdraw,
 )
-from app.events import AnswerDoneEvent, FirstTokenEvent, RequestKind, RestoredEvent, TokenEvent
+from app.core.events import AnswerDoneEvent, FirstTokenEvent, RequestKind, RestoredEvent, TokenEvent
 
 S = AnswerState
 ONE_OF_EACH: list[Trigger] = [Sent(12), Received("b"), Hit(0.97), Miss(0.5), Cancel(), Cut(), Continued(),

@@ -73,7 +73,7 @@ def _child_main(*specs: str, echo: bool = False, stagger: float = 0.0) -> None:
     interviewer's device is already live)."""
     from app.audio.device import DeviceSource
     from app.audio.echo import EchoGate
-    from app.clock import SessionClock
+    from app.core.clock import SessionClock
 
     gate = EchoGate() if echo else None
 
@@ -244,7 +244,7 @@ def test_monitor_specs_select_the_pulse_device() -> None:
 
 def test_missing_device_names_it_and_the_fix() -> None:
     from app.audio.device import DeviceSource, format_device_list, list_devices
-    from app.clock import SessionClock
+    from app.core.clock import SessionClock
 
     with pytest.raises(AudioError) as info:
         DeviceSource("No Such Interview Mic 9000", SessionClock())
@@ -344,7 +344,7 @@ def test_a_paused_process_is_not_mistaken_for_an_unplug(pulse: PulseDaemon) -> N
 @needs_pulse
 def test_unknown_monitor_is_refused_before_starting(pulse: PulseDaemon) -> None:
     code = ("from app.audio import open_source\n"
-            "from app.clock import SessionClock\n"
+            "from app.core.clock import SessionClock\n"
             "try:\n"
             "    open_source('pulse:nosuchsink.monitor', SessionClock())\n"
             "except ValueError as exc:\n"

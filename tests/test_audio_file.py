@@ -16,7 +16,7 @@ import pytest
 
 from app.audio import AudioError, FileSource, open_source
 from app.audio.frames import FRAME_SAMPLES, SAMPLE_RATE, AudioFrame
-from app.clock import SessionClock
+from app.core.clock import SessionClock
 from tests.patience import NEVER_S
 from tests.speech import have_espeak, read_wav, synth
 
@@ -350,7 +350,7 @@ def test_a_missing_channel_is_named(tmp_path: Path) -> None:
 
 def test_open_source_and_the_settings_pass_the_channel_to_files(tmp_path: Path) -> None:
     from app.audio import source_from_config
-    from app.config import AudioConfig
+    from app.core.config import AudioConfig
 
     path = write_wav(tmp_path / "s.wav", np.zeros((1600, 2), np.int16), SAMPLE_RATE)
     source = open_source(str(path), SessionClock(), channel=1)

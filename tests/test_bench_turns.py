@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from app.config import Settings
+from app.core.config import Settings
 from devtools.bench.baselines import PassOnlyListening, TextRulesListening
 from devtools.bench.turns import MODES, TurnResult, _ratios, _summarise, canonical, mode_settings
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from app.bundled import fast_model, find_bundled_model
+from app.platform.bundled import fast_model, find_bundled_model
 from app.turns.words import WordsScorer
 from tests.test_local_server import needs_llama
 
@@ -37,6 +37,6 @@ def test_a_cache_folder_that_cannot_be_written_falls_back_to_the_shipped_file(
         tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     blocked = tmp_path / "models"
     blocked.write_text("a file where the folder should be")
-    with caplog.at_level(logging.WARNING, logger="app.bundled"):
+    with caplog.at_level(logging.WARNING, logger="app.platform.bundled"):
         assert fast_model(blocked) == find_bundled_model()
     assert "as shipped" in caplog.text

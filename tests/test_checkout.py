@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from app import checkout
-from app.cli import main
+from app.frontends import checkout
+from app.frontends.cli import main
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -20,7 +20,7 @@ def test_devtools_found_beside_app_when_only_app_is_on_the_path(tmp_path: Path) 
     (tmp_path / "app").symlink_to(ROOT / "app", target_is_directory=True)
     script = ("import importlib.util, sys\n"
               "print(importlib.util.find_spec('devtools'))\n"
-              "from app.checkout import import_devtools\n"
+              "from app.frontends.checkout import import_devtools\n"
               "print(import_devtools('bench.corpus').__file__)\n")
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"} | {"PYTHONPATH": str(tmp_path)}
     out = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, env=env, capture_output=True,

@@ -26,12 +26,12 @@ from app.asr.script import ScriptConverter
 from app.asr.stabilizer import LocalAgreement
 from app.asr.streaming import StreamingRecognizer
 from app.audio.frames import FRAME_SAMPLES, AudioFrame
-from app.clock import SessionClock
-from app.config import PROVIDER_PRESETS, AsrConfig, Settings
-from app.events import FinalEvent, LanguageEvent, PartialEvent
+from app.core.clock import SessionClock
+from app.core.config import PROVIDER_PRESETS, AsrConfig, Settings
+from app.core.events import FinalEvent, LanguageEvent, PartialEvent
+from app.core.text import segments, words
 from app.prompt.builder import PromptBuilder, cache_key, serialise
 from app.prompt.texts import prompt_language
-from app.text import segments, words
 from devtools.bench.corpus import error_unit, wer
 from tests.hooks import RecognitionRecorder
 from tests.speech import read_wav, synth
@@ -345,7 +345,7 @@ def test_provider_presets_are_valid_settings() -> None:
 
 
 def test_events_carry_chinese_text_through_json() -> None:
-    from app.events import to_json
+    from app.core.events import to_json
 
     line = to_json(PartialEvent(t=1.0, turn=1, text=QUESTION, stable="进程", audio_end=1.0))
     assert QUESTION in line

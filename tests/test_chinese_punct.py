@@ -12,7 +12,7 @@ import app.asr.decoder as decoder_module
 from app.asr.decoder import WhisperDecoder
 from app.asr.multilingual import ensure_multilingual_model
 from app.asr.punctuation import chinese_punctuation
-from app.config import TurnConfig
+from app.core.config import TurnConfig
 from app.turns.endpointer import Endpoint, Endpointer
 from tests.speech import read_wav
 

@@ -9,7 +9,7 @@ import pytest
 from PySide6.QtGui import QFont, QFontMetrics
 from pytestqt.qtbot import QtBot
 
-from app.config import PROVIDER_PRESETS, Settings, load_settings
+from app.core.config import PROVIDER_PRESETS, Settings, load_settings
 from app.ui.settings_dialog import SettingsDialog
 from app.ui.theme import cjk_families, pane_font, with_cjk_fallback
 from tests.memory_keyring import MemoryKeyring

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from app.cli import main
-from app.config import LlmConfig
+from app.core.config import LlmConfig
+from app.frontends.cli import main
 from app.ui import platform_check
 from tests.speech import synth
 

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from app.config import Settings, load_settings, save_settings
-from app.cores import pass_threads
+from app.core.config import Settings, load_settings, save_settings
+from app.platform.cores import pass_threads
 
 TYPED = [
     'Say "hello" first',

@@ -3,7 +3,7 @@ speed behind them is measured by ``python -m devtools.bench.cores``)."""
 
 from __future__ import annotations
 
-from app.cores import WORDS_THREADS, pass_threads, server_threads
+from app.platform.cores import WORDS_THREADS, pass_threads, server_threads
 
 
 def test_llama_cpp_gets_only_the_cores_the_recogniser_leaves() -> None:

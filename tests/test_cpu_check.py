@@ -1,5 +1,5 @@
 """A CPU that cannot run the llama.cpp build never loads it: one sentence says so, and captions
-and a remote LLM keep working (app/bundled.py's check, fed fake CPU-flag readers).
+and a remote LLM keep working (app/platform/bundled.py's check, fed fake CPU-flag readers).
 
 The last test holds the list of required features to the installed llama.cpp itself: what it
 reports it was compiled for must all be on the list the check asks the CPU for.
@@ -13,14 +13,14 @@ from pathlib import Path
 
 import pytest
 
-from app import bundled
 from app.asr.decoder import WhisperDecoder
-from app.config import Settings
-from app.events import AnswerDoneEvent, Event, FinalEvent, StatusEvent
+from app.core.config import Settings
+from app.core.events import AnswerDoneEvent, Event, FinalEvent, StatusEvent
 from app.llm.endpoint import LlmEndpoint
 from app.llm.errors import LlmError
 from app.llm.local_server import LocalServer
-from app.session import Session
+from app.platform import bundled
+from app.session.session import Session
 from app.turns.words import WordsScorer, WordsUnavailable
 from devtools.fake_server import FakeServer, Profile
 

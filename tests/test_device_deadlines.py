@@ -20,7 +20,7 @@ import pytest
 import app.audio.device as device
 from app.audio.device import DeviceInfo, DeviceSource, _Target
 from app.audio.frames import AudioFrame
-from app.clock import SessionClock
+from app.core.clock import SessionClock
 
 RATE = 16_000
 

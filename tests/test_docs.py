@@ -1,7 +1,7 @@
 """Every command and settings example the docs show still works with today's code.
 
 The README and ``docs/`` show ``interview-copilot …`` and ``python -m …`` commands in code
-blocks and inline code.  Each one is handed to the real entry point (``app.cli.main``, or
+blocks and inline code.  Each one is handed to the real entry point (``app.frontends.cli.main``, or
 the module run as ``__main__``) with ``argparse`` stopped right after it has parsed the
 command line, so nothing runs, no model loads and the test takes about a second.  A flag
 that no longer exists, a wrong subcommand, a bad value, a ``bench turns --modes`` variant
@@ -248,7 +248,7 @@ def parse_problem(argv: tuple[str, ...]) -> str | None:
         with _stop_after_parsing(), contextlib.redirect_stderr(stderr), \
                 contextlib.redirect_stdout(io.StringIO()):
             if Path(argv[0]).name == CLI:
-                from app.cli import main
+                from app.frontends.cli import main
 
                 main(list(argv[1:]))
             else:
@@ -287,7 +287,7 @@ def _value_problem(namespace: argparse.Namespace) -> str | None:
     """Values argparse takes as plain strings but the benchmark validates itself."""
     if getattr(namespace, "bench", None) != "turns":
         return None
-    from app.config import Settings
+    from app.core.config import Settings
     from devtools.bench import candidate
     from devtools.bench.turns import mode_settings
 
@@ -313,7 +313,7 @@ def test_every_command_the_docs_show_parses(shown: Shown) -> None:
 def test_every_benchmark_mode_the_docs_name_exists(where: str, mode: str) -> None:
     """Also in prose: a mode measured with a scratch setting that was removed afterwards
     must not be shown as a command to run."""
-    from app.config import Settings
+    from app.core.config import Settings
     from devtools.bench.turns import mode_settings
 
     try:
@@ -333,7 +333,7 @@ def test_every_file_module_and_link_the_docs_name_exists(where: str, place: str)
 def test_every_settings_example_is_valid(where: str, example: str) -> None:
     from pydantic import ValidationError
 
-    from app.config import Settings
+    from app.core.config import Settings
 
     try:
         Settings.model_validate(tomllib.loads(example))
@@ -404,8 +404,8 @@ def test_the_extraction_reads_blocks_lines_and_inline_code(tmp_path: Path,
     ("app/vad/noise_floor.py", True),
     ("app/vad/no_such_file.py", False),
     ("devtools.bench.heldout", True),
-    ("app.text.question_key", True),
-    ("app.text.no_such_function", False),
+    ("app.core.text.question_key", True),
+    ("app.core.text.no_such_function", False),
     ("devtools.bench.no_such_module", False),
     ("docs/decisions", True),
 ])

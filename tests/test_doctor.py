@@ -15,9 +15,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from app import doctor
 from app.audio import AudioFrame
-from app.doctor import (
+from app.frontends import doctor
+from app.frontends.doctor import (
     Arrival,
     CheckResult,
     DoctorOptions,
@@ -163,7 +163,7 @@ def test_no_endpoint_and_no_local_is_a_skip_with_a_note(monkeypatch: pytest.Monk
 
 def test_no_endpoint_on_a_cpu_llama_cpp_cannot_run_says_so(monkeypatch: pytest.MonkeyPatch,
                                                            isolated_dirs: object) -> None:
-    from app import bundled
+    from app.platform import bundled
 
     for name in ("OPENAI_BASE_URL", "OPENAI_API_KEY", "COPILOT_MODEL", bundled.SKIP_CPU_CHECK_ENV):
         monkeypatch.delenv(name, raising=False)
@@ -248,7 +248,7 @@ class _FakeSource:
                           ("win32", True, False)])
 def test_a_microphone_of_exact_zeros_on_macos_names_the_permission(
         platform: str, exact_zeros: bool, named: bool) -> None:
-    from app.doctor import _silent_microphone_fix
+    from app.frontends.doctor import _silent_microphone_fix
 
     fix = _silent_microphone_fix(exact_zeros=exact_zeros, platform=platform)
     assert ("Privacy & Security → Microphone" in fix) == named
@@ -261,7 +261,7 @@ def test_a_silent_microphone_gets_the_microphone_fix(monkeypatch: pytest.MonkeyP
     monkeypatch.setattr("app.audio.open_source", lambda spec, clock, **_: microphone)
     result = check_input_level("MacBook Pro Microphone", 0.3)
     assert result.status == "warn" and "digital silence" in result.detail
-    from app.doctor import _silent_microphone_fix
+    from app.frontends.doctor import _silent_microphone_fix
 
     assert result.fix == _silent_microphone_fix(exact_zeros=True)
 

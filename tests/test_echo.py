@@ -209,7 +209,7 @@ def _utterance_shares(interviewer: Signal, candidate: Signal) -> list[float]:
     """The candidate track through webrtcvad (as its listener would), each utterance's
     echo share from the gate; an utterance ends after 0.6 s without voice."""
     from app.audio.echo import UTTERANCE_ECHO_SHARE
-    from app.config import VadConfig
+    from app.core.config import VadConfig
     from app.vad.detector import VoiceDetector
 
     assert UTTERANCE_ECHO_SHARE == 0.5

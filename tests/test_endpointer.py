@@ -3,7 +3,7 @@
 import math
 
 from app.audio.frames import FRAME_MS
-from app.config import TurnConfig
+from app.core.config import TurnConfig
 from app.turns.endpointer import Decision, Discard, Endpoint, Endpointer, OpenTurn, Speculate
 from devtools.bench.baselines import PassOnlyPolicy, TextRulesPolicy
 

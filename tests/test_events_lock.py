@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from app.cli import FatalError, _open_exclusively
+from app.frontends.cli import FatalError, _open_exclusively
 
 
 class FakeMsvcrt(types.ModuleType):
@@ -102,7 +102,7 @@ def test_the_windows_lock_is_one_fixed_byte_far_beyond_the_log(tmp_path: Path,
                                                                monkeypatch: pytest.MonkeyPatch) -> None:
     """Readers of the log never meet the lock (Windows locks are mandatory), and it does not
     depend on the file's length."""
-    from app import eventlog
+    from app.observing import eventlog
 
     fake = FakeMsvcrt()
     monkeypatch.setattr(sys, "platform", "win32")

@@ -15,10 +15,10 @@ from app.asr.decoder import Hypothesis, WhisperDecoder
 from app.asr.glossary import MAX_PIECES, MAX_TERMS, pick_terms, prompt_text, rough_pieces
 from app.asr.guards import cut_repetition, echoes_terms, is_hallucination
 from app.asr.multilingual import ensure_multilingual_model
-from app.config import Settings
-from app.events import FinalEvent
-from app.session import Session
-from app.text import words
+from app.core.config import Settings
+from app.core.events import FinalEvent
+from app.core.text import words
+from app.session.session import Session
 from devtools.bench.synth import pink_noise
 from tests.speech import read_wav, synth
 
@@ -250,7 +250,7 @@ def test_the_settings_dialog_edits_the_glossary(qtbot: QtBot, tmp_path: Path) ->
 
 
 def test_the_glossary_is_read_from_settings_toml(tmp_path: Path) -> None:
-    from app.config import load_settings
+    from app.core.config import load_settings
 
     path = tmp_path / "settings.toml"
     path.write_text('[asr]\nglossary = ["CockroachDB", "星澜支付"]\n', encoding="utf-8")

@@ -20,7 +20,7 @@ import pytest
 from PySide6.QtWidgets import QWidget
 from pytestqt.qtbot import QtBot
 
-from app.config import HotkeyConfig
+from app.core.config import HotkeyConfig
 from app.ui.hotkeys import HotkeyManager, macos, parse_hotkey
 from app.ui.hotkeys.macos import MacBackend, to_carbon
 from app.ui.hotkeys.windows import WindowsBackend, to_windows

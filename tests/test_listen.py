@@ -125,11 +125,11 @@ def test_the_embedded_llm_confirms_questions_sooner(server: FakeServer, local: b
     These are the text rules' waits (the benchmark's ``rules`` baseline); with the end-of-turn signals a
     confident words model ends the turn after 250 ms either way (test_turn_policy.py).
     The silence measured is at least the wait; how much more depends on the machine."""
-    from app.config import Settings
-    from app.events import EndpointEvent, Event
-    from app.listener import ListenerOptions
+    from app.core.config import Settings
+    from app.core.events import EndpointEvent, Event
     from app.llm.endpoint import LlmEndpoint
-    from app.session import Session
+    from app.session.listener import ListenerOptions
+    from app.session.session import Session
     from devtools.bench.baselines import TextRulesListening
 
     events: list[Event] = []

@@ -15,9 +15,9 @@ import numpy as np
 
 from app.asr.decoder import WhisperDecoder
 from app.audio import FileSource
-from app.clock import SessionClock
-from app.config import Settings
-from app.events import (
+from app.core.clock import SessionClock
+from app.core.config import Settings
+from app.core.events import (
     EndpointEvent,
     Event,
     EventBus,
@@ -27,7 +27,7 @@ from app.events import (
     SpeculateEvent,
     VadEvent,
 )
-from app.listener import Listener
+from app.session.listener import Listener
 from app.turns.signals import SignalRequest, SignalResult, TurnSignals
 from devtools.bench.corpus import wer, words
 from tests.hooks import StandaloneHooks

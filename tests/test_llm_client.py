@@ -15,7 +15,7 @@ import pytest
 
 from app.llm.client import Delta, Done, LlmClient, StreamItem, estimate_usage
 from app.llm.errors import LlmError
-from app.redact import redact
+from app.platform.redact import redact
 from devtools.fake_server import FakeServer, Fault, Profile, answer_tokens
 from tests.patience import NEVER_S
 

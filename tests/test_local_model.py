@@ -15,16 +15,16 @@ from pathlib import Path
 import httpx2
 import pytest
 
-from app.bundled import find_bundled_model
-from app.config import Settings, load_settings, save_settings
-from app.doctor import run_doctor
-from app.events import ErrorEvent
+from app.core.config import Settings, load_settings, save_settings
+from app.core.events import ErrorEvent
+from app.frontends.doctor import run_doctor
 from app.llm.endpoint import LOCAL_MODEL, LocalModelError, local_model_name, local_model_path
 from app.llm.gguf import check_gguf
 from app.llm.local_server import CHOSEN_N_CTX, LocalServer, llama_cpp_available
 from app.llm.ollama import find_ollama, ollama_root
-from app.redact import redact
-from app.session import Session
+from app.platform.bundled import find_bundled_model
+from app.platform.redact import redact
+from app.session.session import Session
 from devtools.fake_ollama import FakeOllama
 from devtools.fake_server import FakeServer, Profile
 from tests.conftest import EventRecorder
@@ -407,7 +407,7 @@ def test_the_window_shows_a_bad_model_file_in_a_banner(qtbot: object, tmp_path: 
 def test_a_session_answers_from_a_user_gguf(tmp_path: Path, decoder: object) -> None:
     """The whole path: the session starts the embedded server on the user's file and the
     answer comes from it, under the file's name, with the full prompt."""
-    from app.events import AnswerDoneEvent, RequestEvent, StatusEvent
+    from app.core.events import AnswerDoneEvent, RequestEvent, StatusEvent
 
     settings = Settings()
     settings.llm.local_model = str(_user_gguf(tmp_path))

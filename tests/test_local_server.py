@@ -6,11 +6,11 @@ import importlib.util
 
 import pytest
 
-from app.bundled import find_bundled_model
-from app.cores import server_threads
 from app.llm.client import Delta, Done, LlmClient
 from app.llm.errors import LlmError
 from app.llm.local_server import INSTALL_HINT, LocalServer
+from app.platform.bundled import find_bundled_model
+from app.platform.cores import server_threads
 
 needs_llama = pytest.mark.skipif(
     importlib.util.find_spec("llama_cpp") is None or find_bundled_model() is None,
@@ -27,8 +27,8 @@ async def test_local_server_streams_and_stops() -> None:
     proc = server._proc
     assert proc is not None and server.pid == proc.pid
     command = [str(a) for a in proc.args]
-    assert command[command.index("--n_threads") + 1] == str(server_threads())  # see app.cores
-    assert "Q8_0" in command[command.index("--model") + 1]  # the converted copy (app.bundled)
+    assert command[command.index("--n_threads") + 1] == str(server_threads())  # see app.platform.cores
+    assert "Q8_0" in command[command.index("--model") + 1]  # the converted copy (app.platform.bundled)
     try:
         client = LlmClient(url, None, server.model, spare_connections=0, timeout=60)
         try:

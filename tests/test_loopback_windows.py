@@ -25,7 +25,7 @@ import pytest
 from app.audio import loopback_windows
 from app.audio.frames import FRAME_SAMPLES, AudioFrame
 from app.audio.loopback_windows import CAPTURE_RATE, WasapiLoopbackSource
-from app.clock import SessionClock
+from app.core.clock import SessionClock
 
 AUDCLNT_E_DEVICE_INVALIDATED = "Error 0x88890004"
 E_NOTFOUND = "Error 0x80070490"

@@ -93,7 +93,7 @@ def _child_main(spec: str) -> None:
     as a microphone and report frames, errors and warnings as JSON lines."""
 
     from app.audio.device import DeviceSource
-    from app.clock import SessionClock
+    from app.core.clock import SessionClock
 
     lock = threading.Lock()
 

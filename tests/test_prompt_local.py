@@ -6,7 +6,7 @@ import importlib.util
 
 import pytest
 
-from app.bundled import fast_model
+from app.platform.bundled import fast_model
 from app.prompt.builder import DIGITS, NUMBER_WORDS, PromptBuilder
 
 RESUME = """# Priya Raman

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from app.events import Event, RecallEvent
+from app.core.events import Event, RecallEvent
 from app.prompt.documents import load_job_description, load_resume
 from app.prompt.recall import MIN_SCORE, RecallAnnouncer, RecallIndex, first_hit_rate, split_lines, terms
 

@@ -8,9 +8,9 @@ from collections.abc import Iterator
 import pytest
 
 from app.answer.engine import AnswerEngine
-from app.clock import SessionClock
-from app.config import Settings
-from app.events import AnswerDoneEvent, EventBus, FinalEvent, RecallEvent, RequestEvent, SpeculateEvent
+from app.core.clock import SessionClock
+from app.core.config import Settings
+from app.core.events import AnswerDoneEvent, EventBus, FinalEvent, RecallEvent, RequestEvent, SpeculateEvent
 from app.llm.client import LlmClient
 from app.prompt.builder import PromptBuilder
 from devtools.fake_server import FakeServer, Profile

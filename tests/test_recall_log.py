@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from app.events import (
+from app.core.events import (
     EndpointEvent,
     EventBus,
     FinalEvent,
@@ -13,7 +13,7 @@ from app.events import (
     TokenEvent,
     to_dict,
 )
-from app.sessions import SessionLog, event_from_dict, export_markdown, load_session
+from app.observing.session_files import SessionLog, event_from_dict, export_markdown, load_session
 
 KAFKA = RecallLine("Replaced nightly batch jobs with a Kafka event pipeline", "resume", 1.234)
 FLINK = RecallLine("Lead the move of our batch ETL to streaming with Kafka and Flink", "job", 0.8)

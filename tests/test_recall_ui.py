@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from pytestqt.qtbot import QtBot
 
-from app.config import Settings
-from app.events import FinalEvent, RecallEvent, RecallLine, TokenEvent
+from app.core.config import Settings
+from app.core.events import FinalEvent, RecallEvent, RecallLine, TokenEvent
 from app.ui.window import MainWindow
 from tests.ui_fakes import AcceptingBackend, FakeController
 

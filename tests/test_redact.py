@@ -9,7 +9,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from app.redact import (
+from app.platform.redact import (
     REDACTED,
     RedactingFilter,
     display_host,

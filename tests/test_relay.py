@@ -26,7 +26,7 @@ from pathlib import Path
 
 import pytest
 
-from app.doctor import DoctorOptions, Target, analyse_arrivals, check_buffering, measure_arrivals
+from app.frontends.doctor import DoctorOptions, Target, analyse_arrivals, check_buffering, measure_arrivals
 from app.llm.client import Done, LlmClient
 from devtools.fake_server import FakeServer, Profile
 

@@ -6,10 +6,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from app.asr.decoder import WhisperDecoder
-from app.config import PromptConfig, Settings
-from app.events import AnswerDoneEvent, ErrorEvent, RecallEvent, SessionStateEvent
+from app.core.config import PromptConfig, Settings
+from app.core.events import AnswerDoneEvent, ErrorEvent, RecallEvent, SessionStateEvent
 from app.llm.endpoint import LlmEndpoint
-from app.session import Session
+from app.session.session import Session
 from devtools.fake_server import FakeServer, Profile
 from tests.conftest import EventRecorder as Seen
 from tests.speech import synth

@@ -9,8 +9,8 @@ import keyring.backend
 import keyring.errors
 import pytest
 
-from app.redact import forget_secrets, redact
-from app.secrets import (
+from app.platform.redact import forget_secrets, redact
+from app.platform.secrets import (
     APP_ENV_VAR,
     OPENAI_ENV_VAR,
     SERVICE,

@@ -10,10 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from app import __version__, selftest
-from app.about import about_text, component_versions
+from app import __version__
+from app.frontends import selftest
+from app.frontends.about import about_text, component_versions
+from app.frontends.selftest import CheckFailed, Skipped, find_asset, format_line, run_check, run_self_test
 from app.llm import bundle_server
-from app.selftest import CheckFailed, Skipped, find_asset, format_line, run_check, run_self_test
 from app.turns.sound import find_model
 
 REPO = Path(__file__).resolve().parent.parent
@@ -47,14 +48,15 @@ def test_run_check_maps_outcomes() -> None:
 
 
 def test_doctor_and_self_test_share_one_result_type_and_one_asr_check() -> None:
-    from app import checks, doctor
+    from app.frontends import checks, doctor
 
     assert selftest.CheckResult is checks.CheckResult is doctor.CheckResult
     assert selftest.check_asr().name == doctor.check_asr().name == "asr"
 
 
 def test_doctor_no_longer_imports_the_cli() -> None:
-    code = "import sys, app.doctor, app.selftest; print('app.cli' in sys.modules)"
+    code = ("import sys, app.frontends.doctor, app.frontends.selftest; "
+            "print('app.frontends.cli' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO)
     assert out.stdout.strip() == "False", out.stderr
 
@@ -102,7 +104,7 @@ def test_asr_check_transcribes_the_demo() -> None:
 
 
 def test_missing_clip_is_a_failure_with_a_fix(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("app.checks.find_asset", lambda name: None)
+    monkeypatch.setattr("app.frontends.checks.find_asset", lambda name: None)
     result = run_check("vad", selftest.check_vad)
     assert result.status == "fail" and "demo.wav not found" in result.detail and result.fix
     asr = run_check("asr", selftest.check_asr)
@@ -151,7 +153,7 @@ def test_no_keychain_backend_fails_on_windows_and_macos(monkeypatch: pytest.Monk
 
 
 def test_the_llm_check_warns_on_a_cpu_the_build_cannot_run(monkeypatch: pytest.MonkeyPatch) -> None:
-    from app import bundled
+    from app.platform import bundled
 
     monkeypatch.setattr(bundled, "cpu_flags", lambda: frozenset({"sse3", "ssse3", "sse4_2", "avx"}))
     monkeypatch.setattr(bundled, "machine", lambda: "AMD64")

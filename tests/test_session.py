@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from app.asr.decoder import WhisperDecoder
-from app.config import Settings
-from app.events import (
+from app.core.config import Settings
+from app.core.events import (
     AnswerDoneEvent,
     Event,
     FinalEvent,
@@ -28,8 +28,8 @@ from app.events import (
 )
 from app.llm.endpoint import LlmEndpoint
 from app.llm.local_server import llama_cpp_available
-from app.session import Session
-from app.sessions import SessionLog
+from app.observing.session_files import SessionLog
+from app.session.session import Session
 from devtools.bench.device_loss import DEVICE, lose_device
 from devtools.fake_server import FakeServer, Profile
 from devtools.load import busy_processes

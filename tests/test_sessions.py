@@ -14,8 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from app.eventlog import EventLog
-from app.events import (
+from app.core.events import (
     AnswerDoneEvent,
     CutEvent,
     EndpointEvent,
@@ -35,7 +34,8 @@ from app.events import (
     VadEvent,
     to_json,
 )
-from app.sessions import (
+from app.observing.eventlog import EventLog
+from app.observing.session_files import (
     SessionLog,
     event_from_dict,
     export_markdown,
@@ -122,8 +122,8 @@ def test_truncated_last_line_is_skipped(tmp_path: Path) -> None:
 _CHILD = """
 import sys, time
 sys.path.insert(0, {root!r})
-from app.events import EventBus, TokenEvent
-from app.sessions import SessionLog
+from app.core.events import EventBus, TokenEvent
+from app.observing.session_files import SessionLog
 bus = EventBus()
 log = SessionLog()
 log.attach(bus)

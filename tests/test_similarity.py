@@ -3,7 +3,7 @@
 import pytest
 
 from app.answer.similarity import exact
-from app.text import words
+from app.core.text import words
 from devtools.bench.baselines import FuzzyReuse
 
 FILLERS = frozenset({"um", "uh", "嗯"})

@@ -16,9 +16,9 @@ from app.asr.decoder import AUTO, Hypothesis, Superseded, WhisperDecoder
 from app.asr.streaming import LOCK_MIN_AUDIO_S, StreamingRecognizer
 from app.audio.frames import FRAME_SAMPLES, SAMPLE_RATE
 from app.audio.resample import frames_of
-from app.clock import SessionClock
-from app.config import AsrConfig
-from app.events import ErrorEvent, FinalEvent, LanguageEvent, PartialEvent
+from app.core.clock import SessionClock
+from app.core.config import AsrConfig
+from app.core.events import ErrorEvent, FinalEvent, LanguageEvent, PartialEvent
 from tests.hooks import RecognitionRecorder
 from tests.patience import NEVER_S
 from tests.speech import read_wav, synth

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from app.events import (
+from app.core.events import (
     AnswerDoneEvent,
     CutEvent,
     EndpointEvent,
@@ -25,9 +25,9 @@ from app.events import (
     Usage,
     VadEvent,
 )
-from app.percentile import median, p95, percentile
-from app.sessions import exchanges
-from app.timeline import Timeline
+from app.observing.percentile import median, p95, percentile
+from app.observing.session_files import exchanges
+from app.observing.timeline import Timeline
 from devtools.bench.corpus import Clip
 from devtools.bench.turns import _score
 

@@ -15,9 +15,9 @@ from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from app.answer.engine import AnswerEngine
-from app.clock import SessionClock
-from app.config import Settings
-from app.events import (
+from app.core.clock import SessionClock
+from app.core.config import Settings
+from app.core.events import (
     AnswerDoneEvent,
     EndpointEvent,
     Event,
@@ -34,8 +34,8 @@ from app.events import (
     VadEvent,
 )
 from app.llm.client import LlmClient
+from app.observing.tracing import TracingUnavailable, TurnTracer, format_waterfall, maybe_tracer
 from app.prompt.builder import PromptBuilder
-from app.tracing import TracingUnavailable, TurnTracer, format_waterfall, maybe_tracer
 from devtools.fake_server import FakeServer, Profile
 
 QUESTION = "What is the difference between a process and a thread?"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from app.config import TurnConfig
+from app.core.config import TurnConfig
 from app.turns.endpointer import Endpoint, Endpointer, Speculate
 from app.turns.policy import Evidence, TextCues, decide
 

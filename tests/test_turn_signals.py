@@ -16,10 +16,10 @@ import pytest
 from app.asr.decoder import WhisperDecoder
 from app.audio import FileSource
 from app.audio.frames import SAMPLE_RATE
-from app.clock import SessionClock
-from app.config import Settings, TurnConfig
-from app.events import EventBus, VadEvent
-from app.listener import Listener
+from app.core.clock import SessionClock
+from app.core.config import Settings, TurnConfig
+from app.core.events import EventBus, VadEvent
+from app.session.listener import Listener
 from app.turns.endpointer import Endpointer
 from app.turns.policy import Evidence, TextCues, decide
 from app.turns.signals import SignalRequest, SignalResult, SignalWorker, TurnSignals

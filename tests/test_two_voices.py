@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 
 from app.asr.decoder import WhisperDecoder
-from app.config import Settings
-from app.events import (
+from app.core.config import Settings
+from app.core.events import (
     EndpointEvent,
     Event,
     FinalEvent,
@@ -24,7 +24,7 @@ from app.events import (
     SpeculateEvent,
 )
 from app.llm.endpoint import LlmEndpoint
-from app.session import Session
+from app.session.session import Session
 from devtools.fake_server import FakeServer, Profile
 from tests.speech import read_wav, synth, trimmed, write_wav
 

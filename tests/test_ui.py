@@ -18,9 +18,8 @@ from PySide6.QtCore import QCoreApplication
 from PySide6.QtGui import QColor, QTextCursor
 from pytestqt.qtbot import QtBot
 
-from app import secrets
-from app.config import Settings, load_settings
-from app.events import (
+from app.core.config import Settings, load_settings
+from app.core.events import (
     AnswerDoneEvent,
     CutEvent,
     EndpointEvent,
@@ -44,7 +43,8 @@ from app.events import (
     Usage,
     VadEvent,
 )
-from app.sessions import SessionLog
+from app.observing.session_files import SessionLog
+from app.platform import secrets
 from app.ui.hotkeys import HotkeyError, NullBackend, parse_hotkey
 from app.ui.hotkeys.macos import to_carbon
 from app.ui.hotkeys.windows import to_windows
@@ -555,8 +555,8 @@ _RUN_WINDOW = """
 import sys
 from pathlib import Path
 from PySide6.QtCore import QTimer
-from app.config import Settings
-from app.sessions import SessionLog
+from app.core.config import Settings
+from app.observing.session_files import SessionLog
 from app.ui import app as ui_app, hotkeys
 from app.ui.window import MainWindow
 from tests.ui_fakes import FakeController
@@ -739,7 +739,7 @@ def test_a_lost_device_is_an_error_banner_and_the_window_keeps_listening(
 ) -> None:
     """The window waits for the device to come back (a headless run ends instead): the
     loss is an error banner naming the device, and the session stays where it was."""
-    from app.listener import AUDIO_ERROR
+    from app.session.listener import AUDIO_ERROR
 
     lost = ("Audio device 'pulse:vsink.monitor' was lost (the stream stopped). Check that it is "
             "plugged in; retrying every 1 s.")

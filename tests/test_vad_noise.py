@@ -8,7 +8,7 @@ import numpy as np
 import webrtcvad
 
 from app.audio.frames import FRAME_SAMPLES, SAMPLE_RATE, AudioFrame
-from app.config import VadConfig
+from app.core.config import VadConfig
 from app.vad.detector import VoiceDetector
 from app.vad.noise_floor import NoiseFloor
 from tests.noise import mix, pink_noise

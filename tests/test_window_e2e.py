@@ -15,8 +15,8 @@ import pytest
 from pytestqt.qtbot import QtBot
 
 from app.asr.decoder import WhisperDecoder
-from app.config import Settings
-from app.events import (
+from app.core.config import Settings
+from app.core.events import (
     AnswerDoneEvent,
     EndpointEvent,
     Event,
@@ -27,7 +27,7 @@ from app.events import (
     TokenEvent,
 )
 from app.llm.endpoint import LlmEndpoint
-from app.session import Session
+from app.session.session import Session
 from app.ui.window import MainWindow
 from devtools.fake_server import FakeServer, Profile
 from tests.speech import synth

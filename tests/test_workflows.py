@@ -200,7 +200,7 @@ def test_a_cached_wheel_of_the_pinned_version_is_reused_not_compiled(tmp_path: P
 
 
 def test_every_build_compiles_llama_cpp_for_the_same_cpus() -> None:
-    """app/bundled.py's CPU check lists what -DGGML_NATIVE=OFF compiles in; the test run and
+    """app/platform/bundled.py's CPU check lists what -DGGML_NATIVE=OFF compiles in; the test run and
     the packaged build must both use exactly that flag."""
     wheel_script = (ROOT / "packaging" / "llama_wheel.sh").read_text(encoding="utf-8")
     assert 'CMAKE_ARGS="${CMAKE_ARGS:--DGGML_NATIVE=OFF}"' in wheel_script

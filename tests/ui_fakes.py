@@ -7,7 +7,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable
 
-from app.events import Event
+from app.core.events import Event
 from app.ui.hotkeys import Hotkey
 from devtools.scripted import ScriptedController
 from tests.memory_keyring import MemoryKeyring

@@ -12,8 +12,8 @@ import threading
 from collections import defaultdict
 from dataclasses import dataclass
 
-from app.config import Price
-from app.events import RequestKind, TurnStatsEvent, Usage
+from app.core.config import Price
+from app.core.events import RequestKind, TurnStatsEvent, Usage
 
 
 @dataclass(frozen=True, slots=True)

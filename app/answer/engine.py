@@ -53,9 +53,9 @@ from app.answer.handle import (
     Withdraw,
 )
 from app.answer.similarity import ReuseRule, exact
-from app.clock import SessionClock
-from app.config import Settings
-from app.events import (
+from app.core.clock import SessionClock
+from app.core.config import Settings
+from app.core.events import (
     Event,
     EventBus,
     FinalEvent,
@@ -67,11 +67,11 @@ from app.events import (
     StatusEvent,
     TokenEvent,
 )
+from app.core.text import question_key, tags_of
 from app.llm.chat import Delta, Done, Message, StreamItem
 from app.llm.errors import LlmError
 from app.prompt.builder import PromptBuilder, cache_key, estimate_tokens
 from app.prompt.recall import RecallAnnouncer
-from app.text import question_key, tags_of
 
 
 class AnswerClient(Protocol):
@@ -493,7 +493,7 @@ class AnswerEngine:
             self._prompt.record_turn(request.text, text, key=request.turn)
 
     def _same(self, a: str, b: str) -> bool:
-        """The one "same question" rule (:func:`app.text.question_key`)."""
+        """The one "same question" rule (:func:`app.core.text.question_key`)."""
         return question_key(a, self._fillers, self._tags) == question_key(b, self._fillers, self._tags)
 
     # --- cache keep-alive ------------------------------------------------------------------

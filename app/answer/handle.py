@@ -34,7 +34,7 @@ import enum
 from dataclasses import dataclass, field
 
 from app.answer.accounting import Ledger, RequestCost
-from app.events import (
+from app.core.events import (
     AnswerDoneEvent,
     CutEvent,
     ErrorEvent,

@@ -1,7 +1,7 @@
 """Is the final question the one the speculative answer was written for?
 
 The product's rule is exact: the same words once case, punctuation, filler words and
-trailing tags are set aside (:func:`app.text.question_key`).  The user's original rule,
+trailing tags are set aside (:func:`app.core.text.question_key`).  The user's original rule,
 ``ratio(final, partial) >= 0.92``, kept wrong answers: "should I take the job" vs
 "should I not take the job" scores 0.93; it lives on as the benchmark's ``fixes-only``
 baseline (``devtools/bench/baselines.py``), which passes its own rule to the engine.
@@ -14,7 +14,7 @@ from typing import Protocol
 
 from rapidfuzz import fuzz
 
-from app.text import Tags, question_key
+from app.core.text import Tags, question_key
 
 
 @dataclass(frozen=True, slots=True)

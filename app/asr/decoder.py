@@ -29,8 +29,8 @@ from app.asr.glossary import MAX_PIECES, prompt_text
 from app.asr.model import load_model
 from app.asr.punctuation import chinese_punctuation
 from app.asr.script import ChineseScript, ScriptConverter
-from app.config import AsrConfig
-from app.text import has_cjk, words
+from app.core.config import AsrConfig
+from app.core.text import has_cjk, words
 
 SAMPLE_RATE = 16_000
 HOP = 160  # samples per mel frame
@@ -76,7 +76,7 @@ class Hypothesis:
 
     @property
     def words(self) -> list[str]:
-        """Normalised words; each Chinese character is one (see :func:`app.text.words`)."""
+        """Normalised words; each Chinese character is one (see :func:`app.core.text.words`)."""
         return words(self.text)
 
 

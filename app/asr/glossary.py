@@ -38,7 +38,7 @@ import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from app.text import has_cjk, words
+from app.core.text import has_cjk, words
 
 MAX_TERMS = 24
 """A few dozen names cover a résumé and a job description; the token budget below is

@@ -8,7 +8,7 @@ from difflib import SequenceMatcher
 
 from app.asr.decoder import Hypothesis
 from app.asr.script import INITIAL_PROMPTS
-from app.text import has_cjk, segment_key, segments, words
+from app.core.text import has_cjk, segment_key, segments, words
 
 # What tiny/base models typically say over non-speech; only dropped when alone.
 _NON_SPEECH_PHRASES = {

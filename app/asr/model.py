@@ -8,7 +8,7 @@ from pathlib import Path
 from faster_whisper import WhisperModel
 
 from app.asr.errors import ModelError
-from app.cores import pass_threads
+from app.platform.cores import pass_threads
 
 log = logging.getLogger(__name__)
 

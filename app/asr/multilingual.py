@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from app.asr.errors import ModelError
-from app.config import cache_dir
+from app.core.config import cache_dir
 
 log = logging.getLogger(__name__)
 

@@ -17,7 +17,7 @@ character, or at the very end of a text whose last clause holds Chinese.
 
 from __future__ import annotations
 
-from app.text import has_cjk, is_cjk
+from app.core.text import has_cjk, is_cjk
 
 FULL_WIDTH = {",": "，", "?": "？", "!": "！", ":": "：", ";": "；", ".": "。"}
 _CLAUSE_ENDS = frozenset(",.?!;:，。？！；：")

@@ -5,7 +5,7 @@ changes raw makes captions flicker.  Words that the last two passes agree on (as
 common prefix, ignoring case and punctuation) are committed: the caption shows them as
 settled and they never change again.  Agreement ignores punctuation and takes the newest
 spelling, so "yourself." then "yourself and…" reads "yourself and…", not "yourself. and…".
-A "word" is a unit of :func:`app.text.segments`: a Latin word or one Chinese character,
+A "word" is a unit of :func:`app.core.text.segments`: a Latin word or one Chinese character,
 so Chinese captions settle character by character instead of never.
 """
 
@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from os.path import commonprefix  # works on any sequences, not only paths
 
-from app.text import segment_key, segments
+from app.core.text import segment_key, segments
 
 
 @dataclass(frozen=True, slots=True)

@@ -31,9 +31,9 @@ from app.asr.guards import cut_repetition, is_hallucination
 from app.asr.stabilizer import LocalAgreement
 from app.asr.worker import DecodeWorker, Job
 from app.audio.frames import SAMPLE_RATE, AudioFrame, Samples
-from app.clock import SessionClock
-from app.config import AsrConfig
-from app.events import ErrorEvent, FinalEvent, LanguageEvent, PartialEvent, Speaker
+from app.core.clock import SessionClock
+from app.core.config import AsrConfig
+from app.core.events import ErrorEvent, FinalEvent, LanguageEvent, PartialEvent, Speaker
 
 LOCK_MIN_AUDIO_S = 1.0
 LOCK_PROBABILITY = 0.5

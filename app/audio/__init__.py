@@ -14,11 +14,11 @@ from typing import TYPE_CHECKING
 from app.audio.file_source import FileSource
 from app.audio.frames import FRAME_SAMPLES, SAMPLE_RATE, AudioFrame, AudioSource
 from app.audio.resample import AudioError, FrameChunker
-from app.clock import SessionClock
+from app.core.clock import SessionClock
 
 if TYPE_CHECKING:
     from app.audio.device import DeviceInfo
-    from app.config import AudioConfig
+    from app.core.config import AudioConfig
 
 __all__ = [
     "FRAME_SAMPLES",

@@ -57,7 +57,7 @@ import sounddevice as sd
 from app.audio.frames import AudioFrame, ErrorHandler, FrameHandler, ThreadedSource
 from app.audio.permission import DigitalSilence, silence_message
 from app.audio.resample import AudioError, Converter, FrameChunker
-from app.clock import SessionClock
+from app.core.clock import SessionClock
 
 DeviceKind = Literal["mic", "loopback"]
 

@@ -38,7 +38,7 @@ from app.audio.frames import (
     ThreadedSource,
 )
 from app.audio.resample import AudioError, Converter, FrameChunker
-from app.clock import SessionClock
+from app.core.clock import SessionClock
 
 _BLOCK_SECONDS = 0.5
 """Decode this much at a time: small enough to start at once, big enough to be cheap."""

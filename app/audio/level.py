@@ -10,8 +10,8 @@ import math
 import numpy as np
 
 from app.audio.frames import AudioFrame, Samples
-from app.clock import SessionClock
-from app.events import LevelEvent, Speaker
+from app.core.clock import SessionClock
+from app.core.events import LevelEvent, Speaker
 
 SILENCE_DBFS = -120.0
 EVERY_FRAMES = 3

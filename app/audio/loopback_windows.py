@@ -32,7 +32,7 @@ import numpy as np
 
 from app.audio.frames import SAMPLE_RATE, AudioFrame, ErrorHandler, FrameHandler, ThreadedSource
 from app.audio.resample import Converter, FrameChunker
-from app.clock import SessionClock
+from app.core.clock import SessionClock
 
 CAPTURE_RATE = 48_000
 CAPTURE_CHANNELS = 2

@@ -11,7 +11,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from app.events import Usage
+from app.core.events import Usage
 from app.llm.timing import RequestTiming
 
 Message = Mapping[str, Any]

@@ -30,7 +30,7 @@ import httpx2
 import openai
 from openai.types.chat import ChatCompletionChunk
 
-from app.events import Usage
+from app.core.events import Usage
 from app.llm.chat import ChatRequest, Delta, Done, Message, StreamItem, Truncated, estimate_usage, usage_of
 from app.llm.errors import LlmError
 from app.llm.fields import OptionalFields
@@ -39,7 +39,7 @@ from app.llm.replies import chunk_choices
 from app.llm.timing import Recorder, RequestTiming, inject_trace
 from app.llm.warming import Warmer
 from app.llm.wording import Wording
-from app.redact import register_secret, register_url
+from app.platform.redact import register_secret, register_url
 
 __all__ = ["ChatRequest", "Delta", "Done", "LlmClient", "Message", "RequestTiming", "StreamItem",
            "estimate_usage"]

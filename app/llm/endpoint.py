@@ -11,9 +11,9 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from app.config import LlmConfig, Settings
+from app.core.config import LlmConfig, Settings
 from app.llm.gguf import LocalModelError, check_gguf
-from app.secrets import SecretStoreError, get_api_key
+from app.platform.secrets import SecretStoreError, get_api_key
 
 log = logging.getLogger(__name__)
 

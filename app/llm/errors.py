@@ -4,14 +4,14 @@ Every failure of a request ends up as an :class:`LlmError` whose ``kind`` lets t
 decide what to do (retry, show a settings hint, keep a partial answer, wait
 ``retry_after`` seconds) and whose message says what happened and how to fix it.  Messages
 are built from server replies, which can echo credentials back (OpenAI's 401 quotes the
-key it was given), so every message passes through :func:`app.redact.redact`.
+key it was given), so every message passes through :func:`app.platform.redact.redact`.
 """
 
 from __future__ import annotations
 
 from typing import Literal
 
-from app.redact import redact
+from app.platform.redact import redact
 
 ErrorKind = Literal[
     "auth",

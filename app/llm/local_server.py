@@ -31,12 +31,12 @@ from typing import IO, Self
 
 import httpx2
 
-from app.bundled import GGUF_NAME, cpu_problem, fast_model, llama_cpp_installed
-from app.cores import server_threads
 from app.llm.bundle_server import llama_server_command
 from app.llm.child_guard import spawn
 from app.llm.errors import LlmError
 from app.llm.gguf import LocalModelError, check_gguf
+from app.platform.bundled import GGUF_NAME, cpu_problem, fast_model, llama_cpp_installed
+from app.platform.cores import server_threads
 
 MODEL_ALIAS = "smollm2-135m-instruct"
 BUNDLED_N_CTX = 2048
@@ -84,10 +84,10 @@ class LocalServer:
         model_alias: str | None = None,
     ) -> None:
         self.model_path = Path(model_path) if model_path is not None else None
-        """None = the bundled SmolLM2 (:func:`app.bundled.fast_model`)."""
+        """None = the bundled SmolLM2 (:func:`app.platform.bundled.fast_model`)."""
         self.n_ctx = n_ctx or (BUNDLED_N_CTX if model_path is None else CHOSEN_N_CTX)
         self.n_threads = n_threads or server_threads()
-        """Unset: what the recogniser and the words model leave (see :mod:`app.cores`)."""
+        """Unset: what the recogniser and the words model leave (see :mod:`app.platform.cores`)."""
         self.log_path = Path(log_path) if log_path is not None else None
         self.model = model_alias or (MODEL_ALIAS if model_path is None else Path(model_path).stem)
         """The name the server answers to (``--model_alias``): a chosen file's stem."""

@@ -4,7 +4,7 @@ Pure functions over SDK exceptions and raw bytes, kept apart from the client's
 connection logic: the server's own error message, the request field a strict relay
 rejected, how long a 429 asks to wait (``Retry-After`` in seconds or as an HTTP date,
 ``retry-after-ms``, OpenAI's "try again in 20ms"), and a safe rendering of bytes that
-are not an SSE stream.  Everything shown passes through :func:`app.redact.redact`.
+are not an SSE stream.  Everything shown passes through :func:`app.platform.redact.redact`.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from typing import Any
 
 import openai
 
-from app.redact import redact
+from app.platform.redact import redact
 
 _RETRY_AFTER_MAX_S = 3600.0
 """Larger ``Retry-After`` values are clamped (a bogus date must not read as a day)."""

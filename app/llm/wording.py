@@ -17,8 +17,8 @@ import openai
 from app.llm.chat import Truncated
 from app.llm.errors import LlmError
 from app.llm.replies import asked_wait, describe, not_a_stream, refused, seconds_text, server_message
-from app.redact import display_host, display_url
-from app.secrets import key_hint
+from app.platform.redact import display_host, display_url
+from app.platform.secrets import key_hint
 
 
 @dataclass(frozen=True, slots=True)

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 
 from rapidfuzz import fuzz, process
 
-from app.events import Event, RecallEvent, RecallLine, RecallSource
+from app.core.events import Event, RecallEvent, RecallLine, RecallSource
 
 MIN_SCORE = 0.7
 """One name found in a single line scores ~1.0 and a plain word in a fifth of the lines

@@ -34,9 +34,9 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from app.audio.frames import FRAME_MS
-from app.config import TurnConfig
-from app.events import EndpointReason, SpeculateReason
-from app.text import is_cjk, question_key, tags_of
+from app.core.config import TurnConfig
+from app.core.events import EndpointReason, SpeculateReason
+from app.core.text import is_cjk, question_key, tags_of
 from app.turns.policy import Evidence, TextCues, Wait, decide
 
 _EPS = 1e-6

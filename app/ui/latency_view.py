@@ -1,6 +1,6 @@
 """View → Response latency…: every answered turn of the session as one bar, live.
 
-The numbers come from the window's :class:`~app.timeline.Timeline`, so the chart can
+The numbers come from the window's :class:`~app.observing.timeline.Timeline`, so the chart can
 never disagree with the status bar or the exported transcript.  The dialog listens to the
 window's :class:`~app.ui.bridge.EventBridge` with a queued connection made after the
 window's own, so Qt delivers each event to the window (which feeds the timeline) before it
@@ -17,9 +17,9 @@ from PySide6.QtCore import QEvent, QPointF, QRectF, Qt
 from PySide6.QtGui import QColor, QFont, QFontMetricsF, QHelpEvent, QPainter, QPaintEvent, QPalette, QPen
 from PySide6.QtWidgets import QDialog, QLabel, QSizePolicy, QToolTip, QVBoxLayout, QWidget
 
-from app.events import FinalEvent, PaintedEvent, SpeculationEvent, TokenEvent
-from app.percentile import median, p95
-from app.timeline import Outcome, Timeline
+from app.core.events import FinalEvent, PaintedEvent, SpeculationEvent, TokenEvent
+from app.observing.percentile import median, p95
+from app.observing.timeline import Outcome, Timeline
 from app.ui.bridge import EventBridge
 from app.ui.qtcompat import protect_singletons
 from app.ui.theme import DARK, LIGHT, Theme

@@ -17,8 +17,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.clock import SessionClock
-from app.events import (
+from app.core.clock import SessionClock
+from app.core.events import (
     AnswerDoneEvent,
     CutEvent,
     EndpointEvent,

@@ -13,7 +13,7 @@ from html import escape
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QLabel, QWidget
 
-from app.events import RecallEvent, RecallLine
+from app.core.events import RecallEvent, RecallLine
 
 SOURCE_LABEL = {"resume": "résumé", "job": "job"}
 

@@ -19,7 +19,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.sessions import SessionInfo, export_markdown, list_sessions, load_session
+from app.observing.session_files import SessionInfo, export_markdown, list_sessions, load_session
 from app.ui.panes import Panes
 from app.ui.theme import resolve
 

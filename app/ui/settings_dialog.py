@@ -2,7 +2,7 @@
 
 Nothing is accepted that ``load_settings`` would later reject, so the file the dialog
 writes always loads clean.  The API key never touches the settings: it goes to the OS
-keychain through :mod:`app.secrets` (and is shown only as a password field).
+keychain through :mod:`app.platform.secrets` (and is shown only as a password field).
 """
 
 from __future__ import annotations
@@ -36,11 +36,11 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app import secrets
-from app.config import PROVIDER_PRESETS, LlmConfig, Settings, save_settings
+from app.core.config import PROVIDER_PRESETS, LlmConfig, Settings, save_settings
 from app.llm.endpoint import BUNDLED, bundled_local_model
 from app.llm.gguf import LocalModelError, check_gguf
 from app.llm.ollama import OllamaFound, find_ollama
+from app.platform import secrets
 from app.ui.hotkeys import ACTIONS, HotkeyError, parse_hotkey
 
 TURN_FIELDS: dict[str, str] = {

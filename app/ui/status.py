@@ -23,8 +23,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.events import Speaker
-from app.timeline import Segment, SegmentKey, TurnLatency
+from app.core.events import Speaker
+from app.observing.timeline import Segment, SegmentKey, TurnLatency
 from app.ui.qtcompat import protect_singletons
 from app.ui.theme import LIGHT, Theme
 
@@ -141,7 +141,7 @@ class LatencyBar(QWidget):
     """The last turn as one stacked bar: a partition of speech end → painted.
 
     The bar always spans the whole widget (the total is in the text above it); its parts
-    are :meth:`app.timeline.TurnLatency.segments`, which never overlap, so their widths
+    are :meth:`app.observing.timeline.TurnLatency.segments`, which never overlap, so their widths
     add up to the response latency.  A request that left before the question was final
     would otherwise be invisible, so its full request → first-token span is drawn in the
     LLM colour as a tick where the request left and a thin strip along the bottom edge from

@@ -14,7 +14,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QColor, QFont, QTextBlockFormat, QTextCharFormat, QTextCursor
 from PySide6.QtWidgets import QTextEdit, QWidget
 
-from app.events import Speaker
+from app.core.events import Speaker
 from app.ui.autoscroll import FollowBottom
 
 

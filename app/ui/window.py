@@ -27,8 +27,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.config import ConfigProblem, Settings, config_dir, save_settings
-from app.events import (
+from app.core.config import ConfigProblem, Settings, config_dir, save_settings
+from app.core.events import (
     AnswerDoneEvent,
     EndpointEvent,
     ErrorEvent,
@@ -41,9 +41,9 @@ from app.events import (
     TokenEvent,
     VadEvent,
 )
-from app.redact import redact
-from app.sessions import SessionLog, export_markdown
-from app.timeline import Timeline
+from app.observing.session_files import SessionLog, export_markdown
+from app.observing.timeline import Timeline
+from app.platform.redact import redact
 from app.ui import theme as themes
 from app.ui.banner import BannerArea
 from app.ui.bridge import BusPoster, EventBridge
@@ -55,7 +55,7 @@ from app.ui.settings_dialog import SettingsDialog
 from app.ui.status import StatusPanel
 
 if TYPE_CHECKING:
-    from app.session import Controller
+    from app.session.session import Controller
 
 APP_TITLE = "Interview Copilot"
 DEFAULT_SIZE = (560, 680)
@@ -218,7 +218,7 @@ class MainWindow(QMainWindow):
 
     def show_about(self) -> None:
         """Versions of the bundled components and the models' licences."""
-        from app.about import about_text
+        from app.frontends.about import about_text
 
         QMessageBox.about(self, "About Interview Copilot", about_text())
 

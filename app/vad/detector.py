@@ -29,7 +29,7 @@ import webrtcvad
 from app.audio.frames import FRAME_MS, SAMPLE_RATE, AudioFrame
 from app.audio.level import SILENCE_DBFS as SILENT_DB
 from app.audio.level import dbfs
-from app.config import VadConfig
+from app.core.config import VadConfig
 from app.vad.noise_floor import NoiseFloor
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from app.config import Settings
+from app.core.config import Settings
 
 
 def run_bench(settings: Settings, args: argparse.Namespace) -> int:

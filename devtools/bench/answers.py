@@ -36,11 +36,11 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from app.config import Settings
+from app.core.config import Settings
 from app.llm.client import Delta, LlmClient
 from app.llm.errors import LlmError
 from app.llm.local_server import LocalServer
-from app.percentile import percentile
+from app.observing.percentile import percentile
 from app.prompt.builder import PromptBuilder
 from app.prompt.documents import load_job_description, load_resume
 from app.prompt.shape import ReplyShape

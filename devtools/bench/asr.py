@@ -23,10 +23,10 @@ from pathlib import Path
 from app.asr.decoder import AUTO, WhisperDecoder
 from app.asr.model import load_model
 from app.asr.script import ScriptConverter
-from app.config import Settings
-from app.events import Event, EventBus, FinalEvent, PartialEvent, VadEvent
-from app.percentile import median, p95
-from app.session import Session
+from app.core.config import Settings
+from app.core.events import Event, EventBus, FinalEvent, PartialEvent, VadEvent
+from app.observing.percentile import median, p95
+from app.session.session import Session
 from devtools.bench.corpus import Clip, error_unit, load_corpus, ms, wer
 
 

@@ -4,7 +4,7 @@ The product has one way of doing each thing; a baseline is another implementatio
 seam the product defines for it, so its numbers come from the same pipeline:
 
 - the end of a turn: :class:`app.turns.endpointer.TurnPolicy` (the endpointer's
-  decisions) inside :class:`app.listener.Listening` (what the listener scores, and whether
+  decisions) inside :class:`app.session.listener.Listening` (what the listener scores, and whether
   the final reuses the last pass);
 - the answers: :class:`app.answer.engine.Strategy` (the reuse rule, and a wrapper of the
   session's LLM client factory).
@@ -19,11 +19,11 @@ from typing import Any
 
 from app.answer.engine import AnswerClient, ClientFactory
 from app.answer.similarity import Verdict, similarity
-from app.config import TurnConfig
-from app.events import EndpointReason, SpeculateReason
-from app.listener import ProductListening
+from app.core.config import TurnConfig
+from app.core.events import EndpointReason, SpeculateReason
+from app.core.text import Tags, question_key
 from app.llm.chat import Message, StreamItem
-from app.text import Tags, question_key
+from app.session.listener import ProductListening
 from app.turns.endpointer import Decision, Endpoint, Endpointer, OpenTurn, SignalsPolicy, Speculate
 from app.turns.policy import Evidence, Wait, decide
 from app.turns.signals import SignalRequest

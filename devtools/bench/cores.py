@@ -1,4 +1,4 @@
-"""How many threads llama.cpp should get beside the recogniser (see :mod:`app.cores`).
+"""How many threads llama.cpp should get beside the recogniser (see :mod:`app.platform.cores`).
 
 Two measurements, each at every thread count in one run (so the machine's mood is the
 same for all), alone and beside a recognition loop (tiny.en decoding a 4 s utterance pass
@@ -27,10 +27,10 @@ from contextlib import contextmanager
 import httpx2
 
 from app.asr.decoder import load_decoder
-from app.checks import demo_audio
-from app.config import AsrConfig
+from app.core.config import AsrConfig
+from app.frontends.checks import demo_audio
 from app.llm.local_server import LocalServer
-from app.percentile import median, p95
+from app.observing.percentile import median, p95
 from app.prompt.builder import PromptBuilder
 from devtools.bench.corpus import ms, read_audio
 

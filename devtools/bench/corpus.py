@@ -12,7 +12,7 @@ import numpy.typing as npt
 from rapidfuzz.distance import Levenshtein
 
 from app.audio.frames import SAMPLE_RATE
-from app.text import has_cjk, words
+from app.core.text import has_cjk, words
 
 
 @dataclass(frozen=True)
@@ -49,7 +49,7 @@ def read_audio(path: Path) -> npt.NDArray[np.int16]:
 def wer(references: list[str], hypotheses: list[str]) -> float:
     """Corpus word error rate: total edits / total reference words.
 
-    Every CJK character is a word (:func:`app.text.words`), so on Chinese this is the
+    Every CJK character is a word (:func:`app.core.text.words`), so on Chinese this is the
     character error rate (CER), and mixed questions count each English word once.
     """
     edits = sum(Levenshtein.distance(words(r), words(h)) for r, h in zip(references, hypotheses, strict=True))

@@ -23,7 +23,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from app.percentile import median, p95
+from app.observing.percentile import median, p95
 from devtools.bench.synth import speak, write_wav
 from devtools.load import busy_processes
 from devtools.pulse import PulseDaemon

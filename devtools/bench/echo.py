@@ -18,7 +18,7 @@ import webrtcvad
 
 from app.audio.echo import EchoGate
 from app.audio.frames import FRAME_SAMPLES, SAMPLE_RATE, AudioFrame
-from app.percentile import median, p95
+from app.observing.percentile import median, p95
 from devtools.bench.synth import speak
 
 QUESTION = "Tell me about a time you had to learn a new technology quickly for a project."

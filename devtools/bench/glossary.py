@@ -45,9 +45,9 @@ from app.asr.decoder import WhisperDecoder, load_decoder
 from app.asr.glossary import MAX_PIECES, pick_terms
 from app.asr.guards import cut_repetition, is_hallucination
 from app.audio.frames import SAMPLE_RATE
-from app.config import Settings
-from app.percentile import median, p95
-from app.text import words
+from app.core.config import Settings
+from app.core.text import words
+from app.observing.percentile import median, p95
 from devtools.bench.corpus import error_unit, read_audio, wer
 from devtools.bench.synth import pink_noise, speak, write_wav
 

@@ -13,7 +13,7 @@ import json
 import time
 from pathlib import Path
 
-from app.config import Settings
+from app.core.config import Settings
 from app.prompt.documents import load_job_description, load_resume
 from app.prompt.recall import RecallIndex, first_hit_rate
 

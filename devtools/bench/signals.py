@@ -36,9 +36,9 @@ from typing import TypeVar
 import numpy as np
 
 from app.audio.frames import SAMPLE_RATE
-from app.config import Settings, TurnConfig
-from app.percentile import median, p95
-from app.text import segments
+from app.core.config import Settings, TurnConfig
+from app.core.text import segments
+from app.observing.percentile import median, p95
 from app.turns.signals import TurnSignals
 from app.turns.sound import TAIL_S
 from devtools.bench.corpus import Clip, error_unit, load_corpus, read_audio

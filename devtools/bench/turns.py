@@ -58,14 +58,14 @@ from pydantic import BaseModel, ValidationError
 
 from app.answer.engine import Strategy
 from app.asr.decoder import WhisperDecoder, load_decoder
-from app.config import Settings
-from app.events import Event, EventBus, FinalEvent, PartialEvent, RequestEvent, SpeculateEvent
-from app.listener import ListenerOptions, Listening, ProductListening
+from app.core.config import Settings
+from app.core.events import Event, EventBus, FinalEvent, PartialEvent, RequestEvent, SpeculateEvent
+from app.core.text import question_key, tags_of, words
 from app.llm.endpoint import LlmEndpoint
-from app.percentile import median, p95
-from app.session import Session
-from app.text import question_key, tags_of, words
-from app.timeline import Timeline, TurnStages
+from app.observing.percentile import median, p95
+from app.observing.timeline import Timeline, TurnStages
+from app.session.listener import ListenerOptions, Listening, ProductListening
+from app.session.session import Session
 from devtools.bench import candidate
 from devtools.bench.baselines import (
     FuzzyReuse,

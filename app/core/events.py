@@ -338,7 +338,9 @@ def to_json(event: Event) -> str:
     return json.dumps(to_dict(event), ensure_ascii=False)
 
 
-Listener = Callable[[Event], None]
+Subscriber = Callable[[Event], None]
+"""What :meth:`EventBus.subscribe` takes (not to be confused with
+:class:`app.session.listener.Listener`, the listening half of a session)."""
 
 
 class EventBus:
@@ -350,10 +352,10 @@ class EventBus:
     """
 
     def __init__(self) -> None:
-        self._listeners: list[Listener] = []
+        self._listeners: list[Subscriber] = []
         self._lock = threading.Lock()
 
-    def subscribe(self, listener: Listener) -> Callable[[], None]:
+    def subscribe(self, listener: Subscriber) -> Callable[[], None]:
         with self._lock:
             self._listeners = [*self._listeners, listener]
 

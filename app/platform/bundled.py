@@ -30,7 +30,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from app.config import cache_dir
+from app.core.config import cache_dir
 
 log = logging.getLogger(__name__)
 

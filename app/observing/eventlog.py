@@ -6,7 +6,7 @@ to the operating system at most :data:`FLUSH_INTERVAL_S` after they were written
 close, so after a crash — even ``kill -9`` — the file is valid JSON lines up to its last
 complete line and holds everything emitted more than that long before.
 
-Every line passes :func:`app.redact.redact` (on the writer thread): no key or
+Every line passes :func:`app.platform.redact.redact` (on the writer thread): no key or
 credential in a URL reaches a file, whatever message carried it.
 
 A full queue (a disk that cannot keep up) drops events and counts them rather than
@@ -26,8 +26,8 @@ import time
 from collections.abc import Callable, Iterable
 from typing import IO
 
-from app.events import Event, to_json
-from app.redact import redact as redact_secrets
+from app.core.events import Event, to_json
+from app.platform.redact import redact as redact_secrets
 
 FLUSH_INTERVAL_S = 0.2
 """A crash loses at most this much of the log: well under the half second a person needs

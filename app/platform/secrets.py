@@ -12,7 +12,7 @@ Lookup order, first hit wins:
 
 Environment beats keychain because setting a variable is a deliberate, per-shell override.
 No error message from this module ever contains a key, and every key this module hands
-out is registered with :mod:`app.redact`, so no output of the app can contain it either.
+out is registered with :mod:`app.platform.redact`, so no output of the app can contain it either.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from urllib.parse import urlsplit
 import keyring
 import keyring.errors
 
-from app.redact import redact, register_secret
+from app.platform.redact import redact, register_secret
 
 SERVICE = "interview-copilot"
 APP_ENV_VAR = "INTERVIEW_COPILOT_API_KEY"

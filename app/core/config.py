@@ -2,7 +2,7 @@
 
 A wrong value in the file never stops the app: the key falls back to its default and the
 problem is reported with its line and what is wrong.  The API key is not a setting: it
-lives in the OS keychain (see :mod:`app.secrets`) or the environment.
+lives in the OS keychain (see :mod:`app.platform.secrets`) or the environment.
 """
 
 from __future__ import annotations
@@ -78,7 +78,7 @@ class AsrConfig(_Section):
     compute_type: str = "int8"
     cpu_threads: int | None = Field(default=None, ge=1, le=64)
     """Threads per recognition pass; unset = every core but one, at most 4 (see
-    :func:`app.cores.pass_threads`)."""
+    :func:`app.platform.cores.pass_threads`)."""
     partial_interval_ms: int = Field(default=300, ge=50, le=5000)
     """Minimum new audio between partial passes; a pass never queues behind another."""
     no_speech_threshold: float = Field(default=0.6, ge=0.0, le=1.0)

@@ -42,10 +42,9 @@ from app.asr.worker import DecodeWorker
 from app.audio import AudioError, AudioSource, FileSource, open_source, source_from_config
 from app.audio.echo import HEADPHONES_HINT, EchoGate
 from app.audio.frames import AudioFrame
-from app.clock import Deadline, SessionClock
-from app.config import Settings
-from app.events import ErrorEvent, EventBus, SessionState, SessionStateEvent, Speaker, StatusEvent
-from app.listener import Listener, ListenerOptions
+from app.core.clock import Deadline, SessionClock
+from app.core.config import Settings
+from app.core.events import ErrorEvent, EventBus, SessionState, SessionStateEvent, Speaker, StatusEvent
 from app.llm.client import LlmClient
 from app.llm.endpoint import (
     LOCAL_MODEL,
@@ -57,10 +56,11 @@ from app.llm.endpoint import (
 )
 from app.llm.errors import LlmError
 from app.llm.local_server import LocalServer
+from app.platform.redact import display_url
 from app.prompt.builder import PromptBuilder
 from app.prompt.documents import DocumentError, load_job_description, load_resume
 from app.prompt.texts import prompt_language
-from app.redact import display_url
+from app.session.listener import Listener, ListenerOptions
 from app.turns.signals import TurnSignals
 
 FailureKind = Literal["config", "runtime"]

@@ -47,9 +47,9 @@ from app.asr.worker import DecodeWorker
 from app.audio.echo import UTTERANCE_ECHO_SHARE, EchoGate
 from app.audio.frames import AudioFrame, AudioSource
 from app.audio.level import LevelMeter
-from app.clock import Deadline, SessionClock
-from app.config import Settings, TurnConfig
-from app.events import (
+from app.core.clock import Deadline, SessionClock
+from app.core.config import Settings, TurnConfig
+from app.core.events import (
     EndpointEvent,
     ErrorEvent,
     Event,

@@ -16,11 +16,11 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from app import events as ev
-from app.config import data_dir
-from app.eventlog import EventLog
-from app.events import Event, EventBus
-from app.timeline import Timeline
+from app.core import events as ev
+from app.core.config import data_dir
+from app.core.events import Event, EventBus
+from app.observing.eventlog import EventLog
+from app.observing.timeline import Timeline
 
 SKIP = ("level",)
 """Meter readings: dozens a second, worthless after the fact."""

@@ -97,7 +97,7 @@ def resource_roots() -> list[Path]:
         roots.append(Path(meipass))
     if getattr(sys, "frozen", False):
         roots.append(Path(sys.executable).resolve().parent)
-    roots.append(Path(__file__).resolve().parent.parent)
+    roots.append(Path(__file__).resolve().parents[2])
     return roots
 
 

@@ -4,7 +4,7 @@ Each check prints one line, ``PASS``/``WARN``/``FAIL``/``SKIP`` with what it saw
 failure or warning one line saying how to fix it.  The exit code is 0 only if no check
 failed.  The checks exercise the real components of what ships, not their presence: the
 bundled Whisper model transcribes the bundled demo clip (the ASR check ``doctor`` runs
-too, :mod:`app.checks`), webrtcvad classifies frames of it, the embedded local LLM answers
+too, :mod:`app.frontends.checks`), webrtcvad classifies frames of it, the embedded local LLM answers
 (skipped in a build without it; a warning on a CPU it cannot run on), Qt starts a widget
 offscreen, PortAudio loads (and on Windows soundcard finds the speaker to loop back), the
 OS's global-hotkey backend constructs, OpenCC converts between Chinese scripts, the
@@ -32,7 +32,7 @@ import numpy as np
 import numpy.typing as npt
 
 from app import __version__
-from app.checks import (
+from app.frontends.checks import (
     Check,
     CheckFailed,
     CheckResult,
@@ -80,7 +80,7 @@ def _clip() -> npt.NDArray[np.int16]:
 
 def check_asr() -> CheckResult:
     """The bundled tiny.en transcribes the demo clip (the check doctor runs too)."""
-    from app.checks import check_asr as shared
+    from app.frontends.checks import check_asr as shared
 
     return shared("bundled", "en")
 
@@ -105,9 +105,9 @@ def check_vad() -> str:
 
 def check_llm() -> str | CheckResult:
     """The embedded llama.cpp server starts and streams an answer (one token is enough)."""
-    from app.bundled import GGUF_NAME, cpu_problem, find_bundled_model
     from app.llm.errors import LlmError
     from app.llm.local_server import LocalServer, llama_cpp_available
+    from app.platform.bundled import GGUF_NAME, cpu_problem, find_bundled_model
 
     cpu = cpu_problem()
     if cpu is not None:  # a working install on a CPU the build cannot run: say so, do not crash
@@ -337,7 +337,7 @@ CHECKS: list[tuple[str, Check]] = [
 
 def run_checks(checks: list[tuple[str, Check]] | None = None,
                on_result: Callable[[CheckResult], None] | None = None) -> Report:
-    from app.about import component_versions
+    from app.frontends.about import component_versions
 
     report = Report(version=__version__, frozen=bool(getattr(sys, "frozen", False)))
     for name, check in CHECKS if checks is None else checks:
@@ -367,7 +367,7 @@ def run_self_test(argv: list[str] | None = None) -> int:
     """Run every check, print the report; 0 only if no required check failed.
 
     ``argv`` (default: none) accepts ``--json`` (a JSON report on stdout instead of
-    lines) and ``--only NAME[,NAME]``.  ``app.cli`` calls this without arguments; the
+    lines) and ``--only NAME[,NAME]``.  ``app.frontends.cli`` calls this without arguments; the
     options are read from ``sys.argv`` after ``self-test`` when it is the command.
     """
     args = _parse(argv if argv is not None else _argv_after_command())

@@ -4,7 +4,7 @@ The question users ask is "where did my 800 ms go?", and the answer is spread ov
 threads (audio, ASR, endpointer, answer engine, UI) and one remote server.  Every stage
 already stamps its events with ``t`` on the session clock, so nothing in the hot path
 needs to know about tracing: :class:`TurnTracer` is a plain bus listener that feeds the
-turn timeline (:mod:`app.timeline`) and, when the turn's ``answer_done`` arrives, creates the
+turn timeline (:mod:`app.observing.timeline`) and, when the turn's ``answer_done`` arrives, creates the
 whole span tree after the fact with explicit start and end times.  That keeps the cost
 while someone is talking at one dict update per event, and keeps OpenTelemetry out of
 the app entirely unless tracing is switched on (it is imported lazily here).
@@ -42,9 +42,9 @@ from collections.abc import Mapping, Sequence
 from typing import IO, TYPE_CHECKING, Any, Literal
 from urllib.parse import urlsplit
 
-from app.events import AnswerDoneEvent, Event, FirstTokenEvent
-from app.redact import redact
-from app.timeline import RequestStages, Timeline, TurnStages
+from app.core.events import AnswerDoneEvent, Event, FirstTokenEvent
+from app.observing.timeline import RequestStages, Timeline, TurnStages
+from app.platform.redact import redact
 
 if TYPE_CHECKING:
     from opentelemetry.context import Context
@@ -52,7 +52,7 @@ if TYPE_CHECKING:
     from opentelemetry.sdk.trace.export import SpanExporter
     from opentelemetry.trace import Span, Tracer
 
-    from app.clock import SessionClock
+    from app.core.clock import SessionClock
 
 ExporterName = Literal["console", "otlp"]
 
@@ -127,7 +127,7 @@ class TurnTracer:
             else SimpleSpanProcessor(span_exporter)
         )
         self._provider.add_span_processor(processor)
-        self._tracer: Tracer = self._provider.get_tracer("app.tracing", __version__)
+        self._tracer: Tracer = self._provider.get_tracer("app.observing.tracing", __version__)
         self._trace = trace
         self._lock = threading.Lock()
         self._timeline = Timeline(keep_turns=MAX_OPEN_TURNS)

@@ -26,7 +26,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Literal
 
-from app.events import (
+from app.core.events import (
     AnswerDoneEvent,
     CutEvent,
     EndpointEvent,

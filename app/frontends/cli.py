@@ -28,11 +28,11 @@ from types import FrameType
 from typing import IO, TYPE_CHECKING, NoReturn
 
 from app import __version__
-from app.config import ConfigProblem, Settings, load_settings
+from app.core.config import ConfigProblem, Settings, load_settings
 
 if TYPE_CHECKING:
-    from app.session import Session
-    from app.tracing import TurnTracer
+    from app.observing.tracing import TurnTracer
+    from app.session.session import Session
 
 EXIT_OK, EXIT_FAILED, EXIT_CONFIG, EXIT_UNANSWERED = 0, 1, 2, 3
 EXIT_INTERRUPTED, EXIT_TERMINATED = 130, 143
@@ -57,16 +57,16 @@ def exit_process(code: int) -> NoReturn:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["self-test"]:  # its own options (--json, --only) are the self-test's
-        from app.selftest import run_self_test
+        from app.frontends.selftest import run_self_test
 
         return run_self_test(argv[1:])
     if argv[:1] == ["doctor"]:  # likewise: doctor has its own parser
-        from app.doctor import run_doctor
+        from app.frontends.doctor import run_doctor
 
         return run_doctor(argv[1:])
     args = _parser().parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
-    from app.redact import install_redaction
+    from app.platform.redact import install_redaction
 
     install_redaction()
     if getattr(args, "list_devices", False):
@@ -82,7 +82,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "transcribe":
             return _transcribe(settings, args)
         if args.command == "bench":
-            from app.checkout import run_bench  # devtools/, in a source checkout only
+            from app.frontends.checkout import run_bench  # devtools/, in a source checkout only
 
             return run_bench(settings, args)
         if args.headless:
@@ -119,7 +119,7 @@ def _transcribe(settings: Settings, args: argparse.Namespace) -> int:
 
 
 def _listen(settings: Settings, args: argparse.Namespace) -> int:
-    from app.sessions import SessionLog
+    from app.observing.session_files import SessionLog
 
     session = _build(settings, args, answers=True)
     try:
@@ -152,7 +152,7 @@ class _Unanswered:
         self.turns: set[int] = set()
 
     def __call__(self, event: object) -> None:
-        from app.events import AnswerDoneEvent
+        from app.core.events import AnswerDoneEvent
 
         if isinstance(event, AnswerDoneEvent):
             if event.error is not None and not event.text.strip():
@@ -188,7 +188,7 @@ def _window(settings: Settings, args: argparse.Namespace, problems: list[ConfigP
 def _build(settings: Settings, args: argparse.Namespace, *, answers: bool) -> Session:
     from app.asr.errors import ModelError
     from app.llm.endpoint import resolve_llm_endpoint
-    from app.session import Session
+    from app.session.session import Session
 
     audio = getattr(args, "audio", None)
     if audio is None and not (getattr(args, "mic", False) or getattr(args, "device", None)) \
@@ -242,7 +242,7 @@ def _exit_code(session: Session) -> int:
 
 def _demo_audio() -> Path:
     """The bundled demo clip, found where the checkout or the installed bundle keeps it."""
-    from app.checks import CheckFailed, demo_audio
+    from app.frontends.checks import CheckFailed, demo_audio
 
     try:
         return demo_audio()
@@ -253,7 +253,7 @@ def _demo_audio() -> Path:
 def _tracer(session: Session, args: argparse.Namespace) -> TurnTracer | None:
     if not getattr(args, "trace", None):
         return None
-    from app.tracing import TracingUnavailable, maybe_tracer
+    from app.observing.tracing import TracingUnavailable, maybe_tracer
 
     llm = session.llm
     try:
@@ -269,7 +269,7 @@ def _tracer(session: Session, args: argparse.Namespace) -> TurnTracer | None:
 
 def _open_exclusively(target: str) -> IO[str]:
     """The ``--events`` file, locked for this run, then truncated: two runs never interleave."""
-    from app.eventlog import FileBusy, open_exclusive
+    from app.observing.eventlog import FileBusy, open_exclusive
 
     try:
         return open_exclusive(target)
@@ -291,7 +291,7 @@ def _event_output(session: Session, target: str | None) -> Iterator[str | None]:
     Yields where they go (``"stdout"``, ``"file"`` or None), so the live transcript
     stays off stdout when the events use it.
     """
-    from app.eventlog import EventLog
+    from app.observing.eventlog import EventLog
 
     if target is None:
         yield None
@@ -319,7 +319,7 @@ class _LiveTranscript:
         self._answer_request: int | None = None
 
     def __call__(self, event: object) -> None:
-        from app.events import (
+        from app.core.events import (
             CutEvent,
             ErrorEvent,
             FinalEvent,
@@ -359,7 +359,7 @@ class _LiveTranscript:
             self._answer_request = None
 
     def _write(self, text: str) -> None:
-        from app.redact import redact
+        from app.platform.redact import redact
 
         self._out.write(redact(text))
         self._out.flush()

@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 from types import ModuleType
 
-from app.config import Settings
+from app.core.config import Settings
 
 MISSING = (
     "bench: the benchmarks are developer tools (devtools/) that come with the source, not "
@@ -31,7 +31,7 @@ class DevtoolsMissing(RuntimeError):
 
 def checkout_root() -> Path | None:
     """The source checkout ``app`` was imported from, if ``devtools/`` sits beside it."""
-    root = Path(__file__).resolve().parent.parent
+    root = Path(__file__).resolve().parents[2]
     return root if (root / "devtools" / "__init__.py").is_file() else None
 
 

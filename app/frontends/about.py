@@ -69,8 +69,8 @@ def component_versions() -> dict[str, str]:
 
 
 def local_llm_available() -> bool:
-    from app.bundled import find_bundled_model
     from app.llm.local_server import llama_cpp_available
+    from app.platform.bundled import find_bundled_model
 
     return llama_cpp_available() and find_bundled_model() is not None
 

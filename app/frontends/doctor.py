@@ -29,12 +29,12 @@ from typing import IO, Any
 
 import numpy as np
 
-from app.checks import CheckResult
-from app.checks import check_asr as _shared_asr_check
+from app.frontends.checks import CheckResult
+from app.frontends.checks import check_asr as _shared_asr_check
 from app.llm.client import Done, LlmClient, RequestTiming
 from app.llm.errors import LlmError
-from app.redact import display_url, redact, redact_data, register_secret, register_url
-from app.secrets import key_hint
+from app.platform.redact import display_url, redact, redact_data, register_secret, register_url
+from app.platform.secrets import key_hint
 
 RELAY_RECIPE = "packaging/relay/nginx.conf"
 SILENT_DBFS = -60.0
@@ -131,7 +131,7 @@ def _silent_microphone_fix(*, exact_zeros: bool, platform: str = sys.platform) -
 def check_input_level(device: str | None, seconds: float = 2.0, *, loopback: bool = False) -> CheckResult:
     """Listen to the chosen input for a moment: a silent loopback is the #1 "it does nothing"."""
     from app.audio import AudioError, AudioFrame, open_source
-    from app.clock import SessionClock
+    from app.core.clock import SessionClock
 
     name = "input level"
     clock = SessionClock()
@@ -188,7 +188,7 @@ def check_input_level(device: str | None, seconds: float = 2.0, *, loopback: boo
 def check_asr(model_name: str = "bundled", language: str = "en", *, compute_type: str = "int8",
               cpu_threads: int | None = None, audio: Path | None = None) -> CheckResult:
     """Model load time and one decode of the demo clip, with the user's ASR settings: a slow
-    CPU shows up here as captions that lag (the check self-test runs too, :mod:`app.checks`)."""
+    CPU shows up here as captions that lag (the check self-test runs too, :mod:`app.frontends.checks`)."""
     return _shared_asr_check(model_name, language, compute_type=compute_type, cpu_threads=cpu_threads,
                              audio=audio, expect=None, announce=True)
 
@@ -561,8 +561,8 @@ def _resolve_target(opts: DoctorOptions, settings: Any) -> tuple[Target | None, 
     if not opts.local:
         return None, None, _no_target("no endpoint configured (pass --base-url/--api-key or set "
                                       "OPENAI_BASE_URL)")
-    from app.bundled import cpu_problem, find_bundled_model
     from app.llm.local_server import LocalServer, llama_cpp_available
+    from app.platform.bundled import cpu_problem, find_bundled_model
 
     cpu = cpu_problem()
     if cpu is not None:
@@ -597,7 +597,7 @@ def _endpoint_label(base_url: str, model: str, settings: Any) -> str:
     """Which model answers at ``base_url``: Ollama's, or a provider's (shown without secrets)."""
     from urllib.parse import urlsplit
 
-    from app.config import PROVIDER_PRESETS
+    from app.core.config import PROVIDER_PRESETS
     from app.llm.ollama import ollama_root
 
     url = display_url(base_url)
@@ -631,7 +631,7 @@ def check_model_in_use(target: Target, timing: CheckResult | None) -> CheckResul
 def collect(opts: DoctorOptions, settings: Any = None,
             emit: Callable[[CheckResult], None] | None = None) -> list[CheckResult]:
     """Run every check not skipped, in order, reporting each as it finishes."""
-    from app.config import Settings
+    from app.core.config import Settings
 
     settings = settings if settings is not None else Settings()
     results: list[CheckResult] = []
@@ -712,7 +712,7 @@ def run_doctor(argv: list[str], out: IO[str] | None = None) -> int:
     """The ``doctor`` command: 0 when nothing failed (warnings allowed), 1 otherwise."""
     args = _parser().parse_args(argv)
     out = out or sys.stdout
-    from app.config import load_settings
+    from app.core.config import load_settings
 
     settings, problems = load_settings(Path(args.config) if args.config else None)
     register_secret(args.api_key)

@@ -1,0 +1,1 @@
+"""Front ends: the command line, doctor, the self-test, About, their shared checks."""

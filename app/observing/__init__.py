@@ -1,0 +1,1 @@
+"""Watching a session: the timeline, traces, the event log, session files, percentiles."""

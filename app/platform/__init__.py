@@ -1,0 +1,1 @@
+"""The machine the app runs on: CPU cores, bundled models, the keychain, redaction."""
