@@ -225,7 +225,11 @@ COMPACT_ABOUT_ACK = "Understood."
 
 
 def compact_question(question: str, facts: list[str]) -> str:
-    """The last user message of a compact request: the recalled lines, then the question."""
+    """The last user message of a compact request: the recalled lines, then the question.
+
+    Facts first: the engine's guess at the pause has the same lines (the last word rarely
+    changes them), so by the final they are in llama.cpp's cache and only the question is
+    read after the endpoint (`bench answers --after-guess`; docs/benchmarks.md)."""
     if not facts:
         return COMPACT_NO_FACTS.format(question=question)
     return COMPACT_QUESTION.format(facts="\n".join(f"- {fact}" for fact in facts), question=question)

@@ -17,6 +17,13 @@ would in a session where only that variant ran: the first-token time is what a q
 pays with a warm cache, and a conversation that outgrows the model's context shows as an
 error.
 
+``--after-guess`` (``python -m devtools.bench.answers --after-guess``) asks each question
+as the engine does with low latency on (the default): a guess at the pause (the question
+without its last word) is sent first and cut at its first token, as a guess the final
+does not match is, then the final.  The compact prompt's facts come before the question,
+so the guess has already put them in the server's cache; without a guess (low latency
+off) they are read after the endpoint, and that is what the default run measures.
+
 Per answer: words, bullets, whether a line repeats, and the *invented specifics*: numbers
 (digits or number words) and names (a capitalised word inside a sentence, or one with a
 capital or digit inside it) found in neither the résumé, the job description nor the
@@ -98,6 +105,7 @@ class Answer:
     bullets: int
     repeated_line: bool
     invented: list[str] = field(default_factory=list)
+    repeat: int = 0
     error: bool = False
     """The request failed (a conversation longer than the model's context, for one)."""
     echoes_previous: bool = False
@@ -110,7 +118,10 @@ def _builders(resume: str | None, job: str | None) -> dict[str, PromptBuilder]:
 
 
 async def _ask(client: LlmClient, messages: list[dict[str, str]], shape: ReplyShape,
-               settings: Settings, extra: dict[str, Any] | None = None) -> tuple[str, float | None, float]:
+               settings: Settings, extra: dict[str, Any] | None = None, *,
+               first_only: bool = False) -> tuple[str, float | None, float]:
+    """The answer, its first visible token's time and the whole time; ``first_only`` closes
+    the stream at the first token (a guess the final replaces)."""
     sent = time.perf_counter()
     first: float | None = None
     parts: list[str] = []
@@ -123,6 +134,8 @@ async def _ask(client: LlmClient, messages: list[dict[str, str]], shape: ReplySh
                 if first is None and item.text.strip():
                     first = time.perf_counter() - sent
                 parts.append(item.text)
+                if first is not None and first_only:
+                    break
     return "".join(parts), first, time.perf_counter() - sent
 
 
@@ -135,7 +148,8 @@ def _measure(variant: str, case: str, question: str, text: str, ttft: float | No
                   len(set(keys)) < len(keys), invented(text, *known, question))
 
 
-async def _run(settings: Settings, limit: int | None) -> list[Answer]:
+async def _run(settings: Settings, limit: int | None, *, after_guess: bool = False,
+               repeats: int = 1) -> list[Answer]:
     spec = json.loads((KNOW / "questions.json").read_text(encoding="utf-8"))
     resume = load_resume(KNOW / spec["resume"])
     job = load_job_description(KNOW / spec["job"])
@@ -149,11 +163,12 @@ async def _run(settings: Settings, limit: int | None) -> list[Answer]:
                            rewarm=False)
         await client.start()
         try:
-            for case, res, jd, asked in cases:
+            for repeat, (case, res, jd, asked) in ((r, c) for r in range(repeats) for c in cases):
                 builders = _builders(res, jd)
                 known = tuple(t for t in (res, jd) if t)
                 for i, question in enumerate(asked):
-                    order = list(builders.items()) if i % 2 == 0 else list(reversed(builders.items()))
+                    first_goes = (i + repeat) % 2 == 0
+                    order = list(builders.items()) if first_goes else list(reversed(builders.items()))
                     for variant, builder in order:
                         # the server holds this variant's conversation so far, as in a session
                         # (one variant at a time would not be the same run; see the docstring)
@@ -161,6 +176,10 @@ async def _run(settings: Settings, limit: int | None) -> list[Answer]:
                                 {"role": "user", "content": "ping"}]
                         try:
                             await _ask(client, ping, ReplyShape(max_tokens=1), settings)
+                            guess = " ".join(question.split()[:-1])
+                            if after_guess and guess:  # the engine's guess at the pause, then cut
+                                await _ask(client, builder.messages(guess), builder.reply_shape, settings,
+                                           builder.sampling(guess), first_only=True)
                             text, ttft, total = await _ask(client, builder.messages(question),
                                                            builder.reply_shape, settings,
                                                            builder.sampling(question))
@@ -169,6 +188,7 @@ async def _run(settings: Settings, limit: int | None) -> list[Answer]:
                             print(f"[{variant:7}] {question[:50]!r}: ERROR {exc}", flush=True)
                         answer = _measure(variant, case, question, text, ttft, total, known)
                         answer.error = not text
+                        answer.repeat = repeat
                         previous = next((a for a in reversed(answers) if a.variant == variant), None)
                         answer.echoes_previous = bool(
                             text.strip() and previous is not None and previous.text
@@ -203,8 +223,19 @@ def summarise(answers: list[Answer]) -> dict[str, dict[str, float | int | None]]
             "echoes_previous": sum(a.echoes_previous for a in mine),
             "ttft_median_s": _round(percentile(ttfts, 0.5)),
             "ttft_p95_s": _round(percentile(ttfts, 0.95)),
+            "ttft_ratio_to_today": _round(_paired_ratio(answers, variant)),
         }
     return out
+
+
+def _paired_ratio(answers: list[Answer], variant: str) -> float | None:
+    """The median over questions of this variant's first token over ``today``'s for the
+    same question in the same repeat: the same-run ratio, immune to the machine's load
+    drifting over the run."""
+    today = {(a.case, a.question, a.repeat): a.ttft for a in answers if a.variant == "today"}
+    ratios = [a.ttft / base for a in answers if a.variant == variant and a.ttft is not None
+              and (base := today.get((a.case, a.question, a.repeat)))]
+    return percentile(ratios, 0.5) if ratios else None
 
 
 def _round(value: float | None) -> float | None:
@@ -212,7 +243,8 @@ def _round(value: float | None) -> float | None:
 
 
 def run(settings: Settings, args: argparse.Namespace) -> dict[str, dict[str, float | int | None]]:
-    answers = asyncio.run(_run(settings, args.limit))
+    answers = asyncio.run(_run(settings, args.limit, after_guess=getattr(args, "after_guess", False),
+                               repeats=getattr(args, "repeats", 1)))
     summary = summarise(answers)
     print()
     for variant, row in summary.items():
@@ -222,8 +254,26 @@ def run(settings: Settings, args: argparse.Namespace) -> dict[str, dict[str, flo
             print(f"  invented [{a.variant}/{a.case}] {a.question[:40]!r}: {', '.join(a.invented)}")
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    target = out / "bench-answers.json"
+    target = out / ("bench-answers-after-guess.json" if getattr(args, "after_guess", False)
+                    else "bench-answers.json")
     target.write_text(json.dumps({"summary": summary, "answers": [asdict(a) for a in answers]},
                                  indent=1, ensure_ascii=False))
     print(f"\nwritten: {target}")
     return summary
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m devtools.bench.answers``: the CLI's ``bench answers`` and its variants."""
+    parser = argparse.ArgumentParser(prog="python -m devtools.bench.answers",
+                                     description=(__doc__ or "").split("\n")[0])
+    parser.add_argument("--out", default="bench-out", help="folder for the JSON summary")
+    parser.add_argument("--limit", type=int, help="only the first N questions (of each set)")
+    parser.add_argument("--after-guess", action="store_true",
+                        help="send the guess at the pause before each final, as the engine does")
+    parser.add_argument("--repeats", type=int, default=1, help="ask the whole corpus this many times")
+    run(Settings(), parser.parse_args(argv))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
