@@ -42,25 +42,27 @@ class VadConfig(_Section):
     pre_roll_ms: int = Field(default=300, ge=0, le=2000)
     hangover_ms: int = Field(default=90, ge=0, le=2000)
     """Trailing unvoiced audio still sent to ASR with an utterance (softens cut-offs); the
-    pause pass waits for it.  30 ms (the first unvoiced frame) hears the same words on
-    every corpus and guesses 10-60 ms sooner, but also inside the pauses of a question
-    still being asked wherever no words model holds the guess back (Chinese: 1.55
-    requests per turn on dev-zh instead of 1.45), and the corpora's synthesized voices
-    end crisply: they say nothing about the soft last consonants of real ones."""
+    pause pass waits for it.  30 ms (the first unvoiced frame) is a little faster, but
+    guesses inside the pauses of a question still being asked wherever no words model
+    holds the guess back (Chinese), and the corpora's synthesized voices end crisply:
+    they say nothing about the soft last consonants of real ones (figures: decision
+    0002)."""
     min_speech_ms: int = Field(default=150, ge=30, le=5000)
     """Shorter voiced bursts (clicks, coughs) never start an utterance."""
     onset_window_ms: int = Field(default=300, ge=30, le=5000)
     """...counted within this window: twice ``min_speech_ms``, so a first word cut by a
     stop consonant ("wha-t was…": 120 ms of voice, a 90 ms closure) starts speech when the
-    next syllable begins instead of a syllable later, while one click still does not."""
+    next syllable begins instead of a syllable later, while one click still does not
+    (decision 0009)."""
     quiet_gate_db: float = Field(default=35.0, ge=0.0, le=90.0)
     """Within speech, a frame this far below the utterance's loudest is silence even if
-    webrtcvad still calls it voiced (its decision trails the end of speech by ~120 ms);
-    0 turns the gate off."""
+    webrtcvad still calls it voiced (its decision trails the end of speech by a few
+    frames, decision 0009); 0 turns the gate off."""
     noise_margin_db: float = Field(default=12.0, ge=0.0, le=60.0)
     """A frame is speech only this far above the room's noise floor (the quietest frame of
-    the last ``noise_window_s``): 30 ms frames of steady noise stay within ~11 dB of that
-    minimum, speech is 20 dB or more above a room's tone; 0 turns the noise gate off."""
+    the last ``noise_window_s``): 30 ms frames of steady noise stay just under the
+    default 12 dB above that minimum, speech well above it (figures: decision 0004); 0
+    turns the noise gate off."""
     noise_window_s: float = Field(default=3.0, ge=0.5, le=30.0)
     """How far back the noise floor looks: long enough to always hold a gap between
     words, short enough to follow a fan that starts."""
@@ -301,8 +303,8 @@ class LlmConfig(_Section):
     """No first token this long after a request left: one hedged request on a fresh
     connection, raced against the first; no token from either after as long again ends in
     "the endpoint at HOST is not answering".  4 s is several times a hosted model's usual
-    time to first token (0.3-1.5 s) yet short enough that the answer is still useful;
-    raise it for reasoning models that think silently before their first token."""
+    time to first token yet short enough that the answer is still useful (decision
+    0011); raise it for reasoning models that think silently before their first token."""
     stall_timeout_s: float = Field(default=8.0, gt=0, le=600)
     """No data this long once text is on screen: stop, keep what arrived.  Longer than the
     first-token deadline because mid-answer pauses are normal (proxies flush in bursts,

@@ -8,9 +8,8 @@ the room's, so the minimum follows the room, not the voice, with no circular "wa
 frame speech?" decision; it also rises within ``window_s`` when a fan starts.
 
 A frame is loud enough to be speech when it is ``margin_db`` above that floor: 30 ms
-frames of steady pink noise stay within 9-11 dB of their 3-second minimum (99 % of them;
-one in ~1000 reaches 12-13 dB: measured on the tests' and dev-noisy's room tone), so
-12 dB keeps noise out while speech, 20 dB or more above a room's tone, stays in.
+frames of steady noise stay just under 12 dB above their 3-second minimum, so 12 dB
+keeps noise out while speech, well above a room's tone, stays in (figures: decision 0004).
 
 Frames with no signal at all (below one int16 step, -90 dBFS: a muted device, system
 audio with nothing playing, the pauses of gated or synthesized speech) say nothing about
@@ -19,9 +18,9 @@ what the floor may judge, though: until ``MIN_SIGNAL_FRAMES`` (300 ms) of signal
 been heard since the last of them, there is no floor, as at the start of a stream.  When
 the pauses are silent the window holds only speech, and its quietest frame is a quiet
 syllable, not the room: speech resumed after such a pause ("…your role? | Especially…")
-opens ~10 dB below the body of its words and would otherwise start an utterance ~280 ms
-late instead of ~130.  300 ms is the onset window: an onset is counted (150 ms of voice)
-before any floor judges it.  The cost: room tone that starts out of digital silence (a
+opens well below the body of its words and would otherwise start an utterance a
+syllable or more late (decision 0004).  300 ms is the onset window: an onset is counted
+(150 ms of voice) before any floor judges it.  The cost: room tone that starts out of digital silence (a
 call connecting on a silent loopback) may open an utterance in those 300 ms; the floor
 learned from it then finds its pause as usual.
 
