@@ -1,11 +1,11 @@
 """One Whisper pass over an utterance, sized to the utterance instead of 30 s.
 
-faster-whisper's ``transcribe`` pads every input to a 30 s window, and on a 2-core CPU
-the encoder then costs ~400 ms whatever the utterance length.  CTranslate2's encoder
+faster-whisper's ``transcribe`` pads every input to a 30 s window, and the encoder then
+costs as much for a three-word question as for 30 s of speech.  CTranslate2's encoder
 accepts shorter inputs, so we pad the audio only to the next bucket past its end, but
 to at least ``min_context_s``: below ~6 s of context tiny.en starts looping and
-mishearing (WER 55 % at 5 s on the dev corpus, 14 % at 8 s, 15 % with the full 30 s
-window), while a pass over a typical question drops from ~600 ms to ~75 ms.
+mishearing, while 8 s hears as well as the full window at a fraction of a typical
+question's pass time (figures: decision 0012).
 Greedy decoding, fixed language, no timestamps, no VAD filter: the streaming layer
 already knows where speech is.
 """
@@ -39,12 +39,12 @@ MAX_TOKENS = 224
 TOKENS_PER_SECOND = 16
 """Cap on generated tokens per second of audio (+ ``TOKENS_SLACK``): fast speech is
 ~4 English tokens or ~10 Chinese tokens a second, so a pass that hits the cap is a
-loop, and the cap keeps a loop from costing 224 decoder steps (~1 s on base)."""
+loop, and the cap keeps a loop from costing 224 decoder steps."""
 TOKENS_SLACK = 16
 MIN_CONTEXT_S = {"en": 8.0, "zh": 8.0}
-"""Shortest encoder context per language.  Chinese on base: 8 s keeps the CER of the full
-30 s window on dev-zh (5.6 %) at a sixth of the pass time (~280 ms against ~1.7 s on 2
-busy cores); at 4-6 s base loops on some questions ("数据库所引为什么…" eight times)."""
+"""Shortest encoder context per language.  Chinese on base: 8 s hears as well as the full
+30 s window at a fraction of its pass time; shorter, base loops on some questions
+(figures: decision 0012)."""
 MAX_GLOSSARY_TOKENS = MAX_PIECES + 16
 """The glossary's share of the prompt: what :func:`app.asr.glossary.pick_terms` budgets,
 with room for the separators it estimates; a longer list (a caller's own) is cut at the

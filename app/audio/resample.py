@@ -11,14 +11,12 @@ fractional positions are tabulated once (``L = out_rate / gcd``, e.g. 1 for 48 k
 for 44.1 kHz).  Its look-ahead is a handful of input samples (about 1 ms), so it adds
 no noticeable latency.
 
-Why not ``soxr`` (its streaming ``ResampleStream``), measured on the 2-core dev machine,
-44.1/48 kHz → 16 kHz in 10-20 ms blocks: soxr HQ costs 0.04-0.12 % of a core against
-0.27-0.73 % here, but holds back 21-23 ms of output on average (37-40 ms at worst)
-against 1 ms here, and every frame (so the VAD's end of speech, the endpoint and the
-answer) would arrive that much later.  Its lower-latency settings fail the quality
-checks in tests/test_resample.py (MQ: -52 dB tone error at 44.1 kHz; LQ: 6 kHz down
-13 dB; QQ: aliases), and python-soxr exposes no minimum-phase or short-filter option.
-Half a percent of a core is cheaper than 20 ms on every answer, so this stays.
+Why not ``soxr`` (its streaming ``ResampleStream``): its high quality is cheaper in CPU
+but holds back tens of milliseconds of output, and every frame (so the VAD's end of
+speech, the endpoint and the answer) would arrive that much later; its lower-latency
+settings fail the quality checks in tests/test_resample.py, and python-soxr exposes no
+minimum-phase or short-filter option.  A sliver of a core is cheaper than a delay on
+every answer, so this stays (figures: decision 0012).
 """
 
 from __future__ import annotations
