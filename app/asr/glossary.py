@@ -42,12 +42,12 @@ from app.core.text import has_cjk, words
 
 MAX_TERMS = 24
 """A few dozen names cover a résumé and a job description; the token budget below is
-usually what binds (14 terms on the bench's English documents, 9 on its Chinese ones)."""
+usually what binds (decision 0018)."""
 MAX_PIECES = 64
-"""Token budget of the whole list, the cost every pass pays (decoder prefill).  Measured
-with ``bench glossary``: Chinese passes on the base model prompted with 96 tokens ran
-9-15 % slower, with 64 within a few per cent, hearing the same names (a Chinese
-character takes about two tokens); English terms fit in 50."""
+"""Token budget of the whole list, the cost every pass pays (decoder prefill): a longer
+prompt slowed Chinese passes on the base model (a Chinese character takes about two
+tokens) without hearing more names, and English terms fit well within it (figures:
+decision 0018, ``bench glossary``)."""
 MAX_TERM_CHARS = 40
 """A glossary entry longer than this is a sentence, not a term: cut."""
 _MIN_RARITY = 1.0
@@ -195,8 +195,8 @@ def prompt_text(terms: list[str], *, chinese: bool = False) -> str:
     """The terms as the text Whisper is prompted with: a plain list, the way a transcript
     would name them ("CockroachDB, ArgoCD, Kubernetes.").  In Chinese "、" between them and
     "，" after, so the script prompt that follows closes the one sentence: a list closed
-    with its own "。" made Whisper end more questions with "。" instead of "？" (dev-zh:
-    "？" endings 11 of 16 without terms, 9 with "。", 12 with "，"; CER 4.8 %, 5.2 %, 4.8 %)."""
+    with its own "。" made Whisper end more questions with "。" instead of "？", and hear
+    them a little worse (figures: decision 0018)."""
     if not terms:
         return ""
     return ("、".join(terms) + "，") if chinese else (", ".join(terms) + ".")
