@@ -17,7 +17,8 @@ beyond recognition but keeps *when* the sound is loud; syllables are 100–250 m
 the test blind to the echo's level (−6 or −30 dB are the same), and the candidate's own
 voice on top of the echo (double talk) reshapes the contour, so the correlation drops and
 the frame is kept.  The cost is six 160-point FFTs and 67 dot products of 500 numbers per
-30 ms frame: about 1.5 % of one core.
+30 ms frame: a small share of one core (decision 0013 holds every measured figure behind
+the constants below).
 
 Per frame the verdict is noisy at the edges (the first ~0.1 s of an echo, the instants the
 candidate pauses inside double talk), so decide per *utterance*: :meth:`EchoGate.echo_share`
@@ -43,8 +44,8 @@ SUB_MS = 10
 the energy does not flicker with the glottal pulses."""
 HOP_MS = 5
 """Windows overlap by half.  The two devices stamp frames on grids that can be offset by any
-fraction of a window; at a 10 ms hop a 5 ms offset cost up to 17 points of echo frames
-caught, at 5 ms the worst offset is 2.5 ms, which the contours do not notice."""
+fraction of a window; at a 10 ms hop a 5 ms offset lost a noticeable share of the echo
+frames caught, at 5 ms the worst offset is 2.5 ms, which the contours do not notice."""
 _SUB = SAMPLE_RATE * SUB_MS // 1000
 _HOP = SAMPLE_RATE * HOP_MS // 1000
 _PER_S = 1000 // HOP_MS
@@ -65,11 +66,9 @@ may appear up to one frame *before* the reference on the session clock."""
 THRESHOLD = 0.6
 """Pearson r of the band contours.  Chance is not zero: speech contours are smooth (few
 independent values per half second) and the best of 67 lags is kept, so two unrelated voices
-reach 0.5–0.8 now and then.  Measured on synthetic speech (tests/test_echo.py, not on the
-dev corpora): at 0.6 unrelated voices and double talk are called echo in ≤ 20 % of frames,
-while an echo with a reverb tail (RT60 0.4–0.6 s) or discrete reflections is called echo in
-≥ 80 % (a plain delayed copy in 99 %).  0.7 loses a third of reverberant echo; 0.5 lets a
-quarter of unrelated speech through."""
+now and then correlate well above zero.  0.6 is where unrelated voices and double talk are
+rarely called echo while reverberant echo mostly is; higher loses reverberant echo, lower
+lets unrelated speech through (figures: decision 0013)."""
 ACQUIRE = 0.85
 """A correlation this high (above nearly all chance matches of two voices) reveals the echo
 path: its lag is remembered in ``path_lag_ms`` (and replaced by the next such match)."""
@@ -79,11 +78,10 @@ end of speech correlates highly at many lags."""
 TRACK_THRESHOLD = 0.4
 """At the known path's delay the test is one comparison, not the best of 67, so chance scores
 far lower and a looser bar is safe.  It is needed: a room's reflections (30–120 ms) smear
-the contour, and in continuous speech (few pauses) even the right lag sags to 0.4–0.6.
-Measured: on two real PulseAudio capture threads (tests/test_audio_device.py) searching
-alone caught 51–83 % of echo frames, tracking at 0.5 89–95 %, at 0.4 100 %; on synthetic
-double talk (the candidate over a −10 dB echo) 0.4 calls 26 % of the candidate's frames
-echo against 21 % at 0.5 — still far below the utterance-level line (0.5)."""
+the contour, and in continuous speech (few pauses) even the right lag sags below the
+search threshold.  0.4 catches the echo that searching alone misses, while the candidate's
+frames over an echo are called echo hardly more often than at 0.5 — far below the
+utterance-level line (figures: decision 0013)."""
 TRACK_SLACK_MS = 20
 """The path's delay wanders by a hop or four (the devices' clocks, buffer re-sizing)."""
 
@@ -105,9 +103,9 @@ a run."""
 
 UTTERANCE_ECHO_SHARE = 0.5
 """Drop a candidate utterance when at least half its voiced frames are echo: the interviewer
-heard through a room scores 0.99 per utterance, the candidate's own voice 0.0 alone and
-0.26 over a −10 dB echo (0.33–0.48 if the echo is within 3–6 dB of their voice), so the
-middle is the point farthest from both."""
+heard through a room scores near 1 per utterance, the candidate's own voice well below
+half, alone or over an echo, so the middle is the point farthest from both (figures:
+decision 0013)."""
 VOICED_RANGE_DB = 30.0
 """For :meth:`EchoGate.echo_share`, a frame is voiced when within this range of the span's
 loudest: the pre-roll's and the pauses' quiet frames would otherwise dilute the share."""
