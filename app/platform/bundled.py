@@ -3,16 +3,15 @@ words model (:mod:`app.turns.words`) and the embedded answer server
 (:mod:`app.llm.local_server`).  Found without importing anything heavy.
 
 The server loads :func:`fast_model`: the package ships 4-bit Q4_1 weights, for which
-llama.cpp has no batched kernel on x86, so reading a prompt runs one dot product per row
-(64 tokens a second on one thread on the 2-core dev machine).  The same weights in Q8_0
-read 100 tokens a second and decode as fast (33 against 35), which takes ~130 ms off every
-embedded answer's first token (``bench turns --local``: 453 against 579 ms median) and a
-third off reading the prompt at start-up.  8-bit blocks are finer than the 4-bit ones they
-are made from, so the answers stay what they were; end-of-turn scores move by up to ~0.6
-nats, enough to flip a text scored at a threshold, so the words model keeps the shipped
-weights its thresholds were measured on.  The file is written once into the cache folder
-by llama.cpp's own quantizer (~1 s), under a temporary name then renamed, so it is whole
-or absent; if that fails the shipped file is used.
+llama.cpp has no batched kernel on x86, so reading a prompt runs one dot product per row.
+The same weights in Q8_0 read a prompt faster and decode as fast, which takes a good part
+off every embedded answer's first token and off reading the prompt at start-up (figures:
+decision 0007, ``bench turns --local``).  8-bit blocks are finer than the 4-bit ones they
+are made from, so the answers stay what they were; end-of-turn scores move, though, enough
+to flip a text scored at a threshold, so the words model keeps the shipped weights its
+thresholds were chosen on.  The file is written once into the cache folder by llama.cpp's
+own quantizer (decision 0007), under a temporary name then renamed, so it is whole or
+absent; if that fails the shipped file is used.
 """
 
 from __future__ import annotations
