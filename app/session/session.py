@@ -503,8 +503,7 @@ class Session:
         """A recording stands in for an interview the app was already open for: with the
         embedded LLM, which takes seconds to load and read its prompt on a small CPU, it
         plays once answers can come, so its first question is answered as a live one
-        would be (measured on the README demo: its first answer 5-14 s after the question
-        without this, 0.2-0.3 s with it).  A remote endpoint warms up within the
+        would be, not seconds late (decision 0021).  A remote endpoint warms up within the
         recording's lead-in; one that hangs must not hold the captions back."""
         while not engine.warmed.wait(0.1) and not self._cancel.is_set():
             pass
