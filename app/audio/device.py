@@ -64,15 +64,16 @@ DeviceKind = Literal["mic", "loopback"]
 RETRY_INTERVAL = 1.0
 """Seconds between attempts to reopen a lost device."""
 FIRST_BLOCK_TIMEOUT = 5.0
-"""A freshly opened stream may take a while to deliver (PulseAudio monitors: ~1.5 s)."""
+"""A freshly opened stream may take a while to deliver (a PulseAudio monitor's first block
+comes over a second after the open; decision 0014)."""
 STALL_TIMEOUT = 2.0
 """No block for this long after the first one: the device is gone even if PortAudio is silent."""
 OVERFLOW_BURST = 1.0
 """Overflows closer together than this are one burst, reported once."""
 OPEN_DEADLINE = 5.0
 """Seconds opening and starting a stream may take: a healthy open takes well under a second
-even on a busy machine (a PulseAudio monitor's ~1.5 s wait is for its first block, after
-the open); past this the attempt counts as failed and is retried."""
+even on a busy machine (a PulseAudio monitor's long wait is for its first block, after
+the open; decision 0014); past this the attempt counts as failed and is retried."""
 CLOSE_DEADLINE = 1.0
 """Seconds aborting and closing a stream may take before it is abandoned: a healthy abort
 returns within a few block periods; one wedged on a dead sound server never returns, and a
