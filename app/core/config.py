@@ -148,8 +148,8 @@ class TurnConfig(_Section):
     endpoint_incomplete_ms: int = Field(default=1200, ge=100, le=20000)
     """Signals say more words are coming: the commercial endpointers' long fallback."""
     speculate_lead_ms: int = Field(default=600, ge=0, le=10000)
-    """When more words are expected, guess this long before the endpoint: a relayed
-    answer's first token takes ~250-450 ms, so it is there when the endpoint fires."""
+    """When more words are expected, guess this long before the endpoint: longer than a
+    relayed answer's first token takes, so it is there when the endpoint fires (decision 0005)."""
     learn_pauses: bool = True
     """Dynamic endpointing: when unsure, wait 1.25x the longest of the interviewer's last
     8 pauses inside a question (never beyond the incomplete wait)."""
@@ -200,8 +200,8 @@ class TurnConfig(_Section):
     Chinese question word before "。", see ``question_words``) twice in a row: long
     enough for the speculative answer's first token to be there at confirmation..."""
     endpoint_question_silence_local_ms: int = Field(default=300, ge=50, le=10000)
-    """...the same with the embedded local LLM, whose first token comes ~100 ms after the
-    guess instead of ~250 ms: confirming later would only add latency..."""
+    """...the same with the embedded local LLM, whose first token follows the guess sooner
+    than a relay's: confirming later would only add latency (decision 0005)..."""
     endpoint_thinking_silence_ms: int = Field(default=1500, ge=100, le=20000)
     """...but this much after a trailing "and/so/but/…" (a thinking pause)."""
     continuation_window_ms: int = Field(default=2000, ge=0, le=10000)
