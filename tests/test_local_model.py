@@ -295,6 +295,7 @@ def test_a_running_ollama_is_offered_and_nothing_changes_until_picked(
     assert offered == sorted(OLLAMA_MODELS)
     # Found is not chosen: the choice, the endpoint and what Save would write are unchanged.
     assert dialog.local_kind.currentData() == "bundled" and dialog.base_url.text() == ""
+    assert "Ollama is running here with 2 models" in dialog.local_note.text()  # said, not done
     assert dialog.collect() == original
     # The user picks Ollama and one of its models.
     dialog.local_kind.setCurrentIndex(index)

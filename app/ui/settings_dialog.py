@@ -334,8 +334,14 @@ class SettingsDialog(QDialog):
             text = "Runs in the built-in llama.cpp server; a larger model answers better and starts slower."
         else:
             text = ""
+        if kind != OLLAMA and self.ollama_found is not None and self.ollama_found.models:
+            count = len(self.ollama_found.models)
+            offer = (f"Ollama is running here with {count} model{'s' if count != 1 else ''}: "
+                     "choose Local Ollama above to answer with one.")
+            text = f"{text}\n{offer}" if text else offer
         self.local_note.setText(text)
         self.local_note.setVisible(bool(text))
+        self.resize(self.size().expandedTo(self.sizeHint()))  # a longer note never clips a row
 
     def _apply_preset(self, key: str) -> None:
         """Fill in a provider's address, model and options; the user can still edit them."""
