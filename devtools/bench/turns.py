@@ -61,7 +61,7 @@ from app.asr.decoder import WhisperDecoder, load_decoder
 from app.core.config import Settings
 from app.core.events import Event, EventBus, FinalEvent, PartialEvent, RequestEvent, SpeculateEvent
 from app.core.text import question_key, tags_of, words
-from app.llm.endpoint import LlmEndpoint
+from app.llm.endpoint import LOCAL_MODEL, NO_KEY, LlmEndpoint
 from app.observing.percentile import median, p95
 from app.observing.timeline import Timeline, TurnStages
 from app.session.listener import ListenerOptions, Listening, ProductListening
@@ -248,7 +248,7 @@ class _endpoint:
 
             server = LocalServer()
             self._local = server
-            return LlmEndpoint(server.start(), "local", "SmolLM2-135M-Instruct", local=True)
+            return LlmEndpoint(server.start(), NO_KEY, LOCAL_MODEL, local=True)
         # The checkout holding devtools goes on the child's path: `interview-copilot bench`
         # from an editable install finds devtools beside app, not through sys.path.
         root = str(Path(__file__).resolve().parents[2])
