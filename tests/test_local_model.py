@@ -107,19 +107,25 @@ def test_the_setting_survives_the_file(tmp_path: Path) -> None:
     assert problems == [] and settings.llm.local_model == "/nowhere/model.gguf"
 
 
-def test_a_bad_model_file_fails_the_session_as_a_config_problem(tmp_path: Path, decoder: object) -> None:
-    """The session stops with the file's name and reason as an ``llm`` error (the window's
-    banner) and a config failure (a headless run's exit code 2), before the replay plays."""
-    bad = _not_gguf(tmp_path)
+def _replay_with(model: Path, decoder: object, timeout: float) -> tuple[Session, EventRecorder]:
+    """A replayed question answered by the embedded server set to load ``model``."""
     settings = Settings()
-    settings.llm.local_model = str(bad)
+    settings.llm.local_model = str(model)
     session = Session(settings, audio_file=synth("What is a hash map?"), decoder=decoder)  # type: ignore[arg-type]
     events = EventRecorder()
     session.bus.subscribe(events)
     try:
-        session.run_file(timeout=60)
+        session.run_file(timeout=timeout)
     finally:
         session.shutdown()
+    return session, events
+
+
+def test_a_bad_model_file_fails_the_session_as_a_config_problem(tmp_path: Path, decoder: object) -> None:
+    """The session stops with the file's name and reason as an ``llm`` error (the window's
+    banner) and a config failure (a headless run's exit code 2), before the replay plays."""
+    bad = _not_gguf(tmp_path)
+    session, events = _replay_with(bad, decoder, timeout=60)
     assert session.failure is not None and session.failure[0] == "config"
     assert str(bad) in session.failure[1] and "not a GGUF file" in session.failure[1]
     errors = events.of(ErrorEvent)
@@ -410,15 +416,7 @@ def test_a_session_answers_from_a_user_gguf(tmp_path: Path, decoder: object) -> 
     answer comes from it, under the file's name, with the full prompt."""
     from app.core.events import AnswerDoneEvent, RequestEvent, StatusEvent
 
-    settings = Settings()
-    settings.llm.local_model = str(_user_gguf(tmp_path))
-    session = Session(settings, audio_file=synth("What is a hash map?"), decoder=decoder)  # type: ignore[arg-type]
-    events = EventRecorder()
-    session.bus.subscribe(events)
-    try:
-        session.run_file(timeout=180)
-    finally:
-        session.shutdown()
+    session, events = _replay_with(_user_gguf(tmp_path), decoder, timeout=180)
     assert session.failure is None
     assert any("answers from my-model.Q4_1 at http://127.0.0.1:" in e.message for e in events.of(StatusEvent))
     assert any(e.message == "my-model.Q4_1 is ready" for e in events.of(StatusEvent))
