@@ -87,6 +87,16 @@ class OpenTurn:
     sound_audio_end: float = -1.0
     sound_p: float | None = None
 
+    def reaches_voice_end(self, audio_end: float) -> bool:
+        """Does audio up to ``audio_end`` cover all the voice so far?  (Frame times are sums
+        of 0.03 s, so the comparison allows for rounding.)"""
+        return audio_end >= self.last_voiced_end - _EPS
+
+    @property
+    def heard_all(self) -> bool:
+        """The newest partial is current: its pass heard all the voice so far."""
+        return self.reaches_voice_end(self.partial_audio_end)
+
 
 class TurnPolicy(Protocol):
     """Turns what the endpointer knows of the open turn into decisions."""
@@ -183,7 +193,7 @@ class Endpointer:
         """Does a partial of ``turn_id`` decoded up to ``audio_end`` cover all the voice so
         far?  Only such a partial is worth an end-of-turn score."""
         turn = self._turn
-        return turn is not None and turn.id == turn_id and audio_end >= turn.last_voiced_end - _EPS
+        return turn is not None and turn.id == turn_id and turn.reaches_voice_end(audio_end)
 
     def end_of_turn_scores(self, turn_id: int, text: str, audio_end: float, now: float, *,
                            words_logp: float | None = None, sound_p: float | None = None) -> list[Decision]:
@@ -228,7 +238,7 @@ class Endpointer:
         turn = self._turn
         assert turn is not None
         silence = max(0.0, now - turn.last_voiced_end) + _EPS  # frame times are sums of 0.03
-        heard_nothing = not turn.text and turn.silent_audio_end >= turn.last_voiced_end - _EPS
+        heard_nothing = not turn.text and turn.reaches_voice_end(turn.silent_audio_end)
         if heard_nothing and silence * 1000 >= self._cfg.endpoint_silence_ms:
             self._turn = None  # speech that decoded to no words: a noise, not a turn
             return [Discard(turn.id)]
@@ -342,8 +352,7 @@ class SignalsPolicy:
     def decide(self, ep: Endpointer, turn: OpenTurn, silence: float) -> list[Decision]:
         wait = self.wait(ep, turn)
         decisions: list[Decision] = []
-        current = turn.partial_audio_end >= turn.last_voiced_end - _EPS
-        due = wait.speculate_ms if current else wait.ahead_ms if self.guesses_ahead(ep) else None
+        due = wait.speculate_ms if turn.heard_all else wait.ahead_ms if self.guesses_ahead(ep) else None
         if turn.text and due is not None and silence * 1000 >= due:
             reason: SpeculateReason = (
                 "end_word" if ep.ends_with_end_word(turn.text)
@@ -358,11 +367,10 @@ class SignalsPolicy:
     def wait(self, ep: Endpointer, turn: OpenTurn) -> Wait:
         # words heard before the voice stopped are not judged while a pass that will hear
         # it all is coming: a verdict on them would end the turn on words it may not have
-        heard_all = turn.partial_audio_end >= turn.last_voiced_end - _EPS
-        waiting = self.waits_for_pass(ep) and not heard_all
+        waiting = self.waits_for_pass(ep) and not turn.heard_all
         scored = turn.words_key == ep.key(turn.text) and not waiting
         words = turn.words_logp if scored else None
-        sound = turn.sound_p if turn.sound_audio_end >= turn.last_voiced_end - _EPS else None
+        sound = turn.sound_p if turn.reaches_voice_end(turn.sound_audio_end) else None
         pending = ep.expecting_words and not scored
         return decide(ep.config, ep.cues(turn), Evidence(words, sound, words_pending=pending),
                       ep.learned_pause_ms())

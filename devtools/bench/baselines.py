@@ -28,8 +28,6 @@ from app.turns.endpointer import Decision, Endpoint, Endpointer, OpenTurn, Signa
 from app.turns.policy import Evidence, Wait, decide
 from app.turns.signals import SignalRequest
 
-EPS = 1e-6
-"""Frame times are sums of 0.03 s: comparisons allow for the rounding (as the endpointer's)."""
 MIN_QUESTION_CHARS = 30
 """The text rules guessed a "?" question early from this length (``[turns]
 speculate_min_question_chars`` while the product had them; no other code read it)."""
@@ -48,7 +46,7 @@ class TextRulesPolicy:
 
     def decide(self, ep: Endpointer, turn: OpenTurn, silence: float) -> list[Decision]:
         decisions: list[Decision] = []
-        if turn.text and turn.partial_audio_end >= turn.last_voiced_end - EPS:
+        if turn.text and turn.heard_all:
             reason = self._speculate_reason(ep, turn.text, silence)
             if reason:
                 decisions.append(Speculate(turn.id, turn.text, reason))
