@@ -3,7 +3,7 @@
 The product's rule is exact: the same words once case, punctuation, filler words and
 trailing tags are set aside (:func:`app.core.text.question_key`).  The user's original rule,
 ``ratio(final, partial) >= 0.92``, kept wrong answers: "should I take the job" vs
-"should I not take the job" scores 0.93; it lives on as the benchmark's ``fixes-only``
+"should I not take the job" scores 0.93; it lives on as the benchmark's ``user-fixes``
 baseline (``devtools/bench/baselines.py``), which passes its own rule to the engine.
 """
 
