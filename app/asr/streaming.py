@@ -316,9 +316,6 @@ class StreamingRecognizer:
         self._language = language
         return LanguageEvent(t=self._clock.now(), language=language, probability=probability)
 
-    def _emit_language(self, event: LanguageEvent) -> None:
-        self._hooks.on_language(event)
-
     def _still_wanted(self, utt: _Utterance, until: float) -> bool:
         """Is a partial pass over ``utt`` up to ``until`` still worth finishing?  Not once
         the speaker fell silent after ``until`` and a pass over all of it (the pause pass or
@@ -343,7 +340,7 @@ class StreamingRecognizer:
             utt.text, utt.decoded_end = text, until
             utt.language, utt.language_probability = hyp.language, hyp.language_probability
         if locked:
-            self._emit_language(locked)
+            self._hooks.on_language(locked)
         # A turn that ended while we decoded keeps the text (its final, queued behind this
         # pass, reuses it) but shows no partial any more.
         if shown is not None and not utt.finalizing:
@@ -365,6 +362,6 @@ class StreamingRecognizer:
             with self._cond:
                 locked = self._lock_language(language, probability, final=True)
             if locked:
-                self._emit_language(locked)
+                self._hooks.on_language(locked)
             self._hooks.on_final(FinalEvent(t=self._clock.now(), turn=utt.number, text=text,
                                       audio_end=job.until, reused=reused, speaker=self._speaker))
