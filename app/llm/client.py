@@ -58,6 +58,10 @@ class LlmClient:
                 if isinstance(item, Delta): show(item.text)
                 else: record(item.usage, item.timing)
         await client.aclose()
+
+    ``spare_connections`` (2) are kept warm beside the one in use: a new guess cancels the
+    one before and closes its connection, and a turn's guess, its correction and its
+    final can leave within one re-warm's connection set-up (decision 0022).
     """
 
     def __init__(
@@ -72,7 +76,7 @@ class LlmClient:
         keepalive_expiry: float = 120.0,
         rewarm_idle_s: float | None = 45.0,
         rewarm: bool = True,
-        spare_connections: int = 1,
+        spare_connections: int = 2,
         cancel_grace_s: float = 0.05,
         first_token_timeout: float = 4.0,
         stall_timeout: float = 8.0,
