@@ -12,8 +12,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from app.asr.decoder import WhisperDecoder
+from app.asr.streaming import StreamingRecognizer
 from app.audio import FileSource
 from app.core.clock import SessionClock
 from app.core.config import Settings
@@ -117,6 +119,27 @@ def test_the_words_heard_so_far_are_scored_before_the_pass_that_hears_the_pause_
     # the newest had one before any pass heard the pause, which may even come too late
     # to be shown (the turn ended on those words)
     assert early and all(r.text in heard and not r.warm_only for r in early)
+
+
+def test_a_pause_asks_for_a_guess_pass_only_where_the_words_model_scores(
+        decoder: WhisperDecoder, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The pass at a pause's first silent frame is for a guess, and only the words model
+    holds a guess on a finished-sounding prefix back: without it, one pass after the
+    hangover (decision 0022)."""
+    asked: list[bool] = []
+    pause = StreamingRecognizer.pause
+
+    def recording(self: StreamingRecognizer, *, guess: bool = False) -> None:
+        asked.append(guess)
+        pause(self, guess=guess)
+
+    monkeypatch.setattr(StreamingRecognizer, "pause", recording)
+    clip = synth("Tell me about a project you are proud of.", lead_s=2.0)
+    replay(decoder, clip, speed=1.0, turn_signals=lambda: TurnSignals.load(Settings().turns, "en"))
+    assert True in asked  # once the model had loaded (during the lead-in), pauses asked for one
+    asked.clear()
+    replay(decoder, clip, speed=1.0)
+    assert asked and True not in asked
 
 
 def test_replay_clock_matches_the_audio(decoder: WhisperDecoder) -> None:

@@ -156,3 +156,91 @@ def test_a_reused_final_that_settles_the_language_returns_it_with_the_final(deco
     assert [type(e) for e in said] == [PartialEvent]  # the pass heard words; no language said yet
     assert [type(e) for e in returned] == [LanguageEvent, FinalEvent]
     assert rec.language == "en" and returned[1].reused  # type: ignore[union-attr]
+
+
+class _CountingDecoder:
+    """The real decoder, recording how many samples each pass heard."""
+
+    def __init__(self, real: WhisperDecoder) -> None:
+        self._real = real
+        self.language = real.language
+        self.heard: list[int] = []
+
+    def decode(self, audio: Any, previous_text: str | None = None, *, language: str | None = None,
+               wanted: Callable[[], bool] | None = None) -> Hypothesis:
+        self.heard.append(len(audio))
+        return self._real.decode(audio, language=language, wanted=wanted)
+
+
+def _passes_at_pause(decoder: WhisperDecoder, silent_frames: int, *, guess_hangover_s: float,
+                     guess: bool = True, talks_on: bool = False,
+                     ) -> tuple[list[int], StreamingRecognizer, list[PartialEvent]]:
+    """The whole question, then ``silent_frames`` unvoiced frames one by one (the listener's
+    order: the frame is added, then the first one says "pause"), each pass let finish
+    before the next frame; ``talks_on``: a voiced frame after them.  Returns how many
+    frames past the last voiced one each pass heard, the recogniser and its partials."""
+    counting = _CountingDecoder(decoder)
+    partials: list[PartialEvent] = []
+
+    def keep(said: object) -> None:
+        if isinstance(said, PartialEvent):
+            partials.append(said)
+
+    rec = StreamingRecognizer(counting, AsrConfig(), SessionClock(),  # type: ignore[arg-type]
+                              RecognitionRecorder(keep), hangover_s=0.09,
+                              guess_hangover_s=guess_hangover_s, periodic=False)
+    speech = read_wav(synth("Why are you interested in this role?", lead_s=0.0, tail_s=0.0))
+    voiced = -(-len(speech) // FRAME_SAMPLES)
+    frames = frames_of([speech, np.zeros(FRAME_SAMPLES * 8, dtype=np.int16)])
+
+    def settle() -> None:
+        deadline = time.monotonic() + NEVER_S
+        while not rec.idle() and time.monotonic() < deadline:
+            time.sleep(0.01)
+
+    rec.start()
+    try:
+        rec.begin(1, frames[:voiced])
+        for i, frame in enumerate(frames[voiced:voiced + silent_frames]):
+            rec.add(frame, voiced=False)
+            if i == 0:
+                rec.pause(guess=guess)
+            settle()
+        if talks_on:
+            rec.add(frames[voiced], voiced=True)
+            settle()
+    finally:
+        rec.stop()
+    return [n // FRAME_SAMPLES - voiced for n in counting.heard], rec, partials
+
+
+def test_a_pause_is_decoded_for_the_guess_at_its_first_silent_frame_and_for_the_final_after_the_hangover(
+        decoder: WhisperDecoder) -> None:
+    silent_heard, rec, partials = _passes_at_pause(decoder, 3, guess_hangover_s=0.03)
+    assert silent_heard == [1, 3]
+    assert len(partials) == 2 and partials[0].audio_end < partials[1].audio_end
+    final = rec.finalize(1)[-1]
+    assert isinstance(final, FinalEvent) and final.reused  # the hangover's pass is the final
+    assert final.audio_end == pytest.approx(partials[1].audio_end)
+
+
+def test_the_guess_pass_alone_is_no_final(decoder: WhisperDecoder) -> None:
+    """A turn ended before the hangover was in decodes its final again: the guess's pass
+    never heard the hangover."""
+    silent_heard, rec, partials = _passes_at_pause(decoder, 2, guess_hangover_s=0.03)
+    assert silent_heard == [1] and len(partials) == 1
+    assert rec.finalize(1) == []  # a final pass is queued, nothing reused
+
+
+def test_voice_back_before_the_hangover_cancels_its_pass(decoder: WhisperDecoder) -> None:
+    silent_heard, _, _ = _passes_at_pause(decoder, 2, guess_hangover_s=0.03, talks_on=True)
+    assert silent_heard == [1]
+
+
+@pytest.mark.parametrize(("guess_hangover_s", "guess"), [(0.09, True), (0.03, False)])
+def test_without_a_guess_pass_one_pass_waits_for_the_hangover(
+        decoder: WhisperDecoder, guess_hangover_s: float, guess: bool) -> None:
+    """A guess hangover as long as the hangover, or a pause that asks for no guess (no
+    words model to hold a guess back): the pause is decoded once, when the hangover is in."""
+    silent_heard, _, _ = _passes_at_pause(decoder, 3, guess_hangover_s=guess_hangover_s, guess=guess)
+    assert silent_heard == [3]

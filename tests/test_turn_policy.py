@@ -11,7 +11,7 @@ CFG = TurnConfig()
 
 def test_confident_complete_ends_after_a_short_silence() -> None:
     wait = decide(CFG, TextCues(), Evidence(words_logp=-4.0))
-    assert (wait.verdict, wait.endpoint_ms, wait.speculate_ms) == ("complete", 250, 150)
+    assert (wait.verdict, wait.endpoint_ms, wait.speculate_ms) == ("complete", 250, 90)
 
 
 def test_confident_incomplete_waits_long_and_guesses_late() -> None:
@@ -49,9 +49,13 @@ def test_only_words_called_finished_are_guessed_inside_a_pause_between_words() -
     # reason to guess before the pause outlasts one between words...
     unsure = decide(CFG, TextCues(question=True), Evidence(words_logp=-14.0))
     assert (unsure.verdict, unsure.speculate_ms) == ("uncertain", CFG.speculate_unsure_ms)
-    # ...words the model calls finished are guessed as soon as the pause is a pause
+    # ...words the model calls finished are guessed once the voice paused for the hangover,
+    # sooner than words finished by the punctuation alone, which wait out a gap between words
     finished = decide(CFG, TextCues(question=True), Evidence(words_logp=-8.0))
-    assert (finished.verdict, finished.speculate_ms) == ("complete", CFG.speculate_min_pause_ms)
+    assert (finished.verdict, finished.speculate_ms) == ("complete", CFG.speculate_finished_ms)
+    by_rules = decide(CFG, TextCues(question=True, question_streak=2), Evidence())
+    assert (by_rules.verdict, by_rules.speculate_ms) == ("complete", CFG.speculate_min_pause_ms)
+    assert CFG.speculate_finished_ms < CFG.speculate_min_pause_ms
     # the setting is the dial: 150 guesses the unsure as early as the finished
     early = CFG.model_copy(update={"speculate_unsure_ms": 150})
     assert decide(early, TextCues(question=True), Evidence(words_logp=-14.0)).speculate_ms == 150

@@ -3,8 +3,9 @@
 The audio thread only appends frames and says when a pass is worth running; the worker
 snapshots the utterance *when it starts* a pass, so passes never queue behind each
 other: if decoding falls behind, the next pass simply covers more audio.  A pause in
-speech asks for a pass at once (that pass usually becomes the final, reused without a
-second decode), and a final request jumps ahead of any partial.  A partial pass still
+speech asks for a pass once the hangover is in (that pass usually becomes the final,
+reused without a second decode), and, when the owner wants a guess, one at its first
+silent frame before it; a final request jumps ahead of any partial.  A partial pass still
 running when such a pass starts waiting, over audio that ends before the speaker fell
 silent, is given up after its encoder: its words would be stale before they were shown,
 and the pass that heard everything (the guess, then the final) starts up to half a pass
@@ -78,6 +79,8 @@ class _Utterance:
     """Language of the newest pass with text (and its probability)."""
     language_probability: float = 0.0
     finalizing: bool = False
+    guess_pass_due: bool = False
+    """The speaker went quiet: decode once the guess's first silent audio is in."""
     pause_pass_due: bool = False
     """The speaker went quiet: decode once the hangover's audio is in."""
 
@@ -105,10 +108,12 @@ class StreamingRecognizer:
     (shared by the session's recognisers, or a private one)."""
 
     def __init__(self, decoder: WhisperDecoder, config: AsrConfig, clock: SessionClock,
-                 hooks: RecognitionHooks, *, hangover_s: float = 0.09, reuse_final: bool = True,
-                 periodic: bool = True,
+                 hooks: RecognitionHooks, *, hangover_s: float = 0.09, guess_hangover_s: float = 0.03,
+                 reuse_final: bool = True, periodic: bool = True,
                  speaker: Speaker = "interviewer", worker: DecodeWorker | None = None) -> None:
-        """``periodic`` False decodes only at pauses (and for the final): for a speaker whose
+        """``guess_hangover_s``: the silence a pause's pass for the guess waits for, when
+        :meth:`pause` asks for one (not shorter than ``hangover_s``: no such pass).
+        ``periodic`` False decodes only at pauses (and for the final): for a speaker whose
         partials are not shown, so the shared worker stays free for the other one."""
         self._decoder = decoder
         self._cfg = config
@@ -116,6 +121,7 @@ class StreamingRecognizer:
         self._hooks = hooks
         self._language: str | None = None if decoder.language == AUTO else decoder.language
         self._hangover = hangover_s
+        self._guess_hangover = guess_hangover_s
         self._reuse_final = reuse_final
         self._speaker: Speaker = speaker
         self.priority = 0 if speaker == "interviewer" else 1
@@ -172,24 +178,36 @@ class StreamingRecognizer:
             self._append(frame)
             if voiced:
                 utt.last_voiced_end = frame.end
-                utt.pause_pass_due = False
+                utt.guess_pass_due = utt.pause_pass_due = False
                 if frame.end - self._last_pass_request_end >= self._interval:
                     self._want_pass(frame.end)
-            elif utt.pause_pass_due and utt.end >= self._heard_until(utt) - 1e-6:
-                utt.pause_pass_due = False
-                self._want_pass(utt.end, pause=True)
+            else:
+                self._pass_if_due(utt)
 
-    def pause(self) -> None:
-        """The speaker just went quiet: decode everything heard so far as soon as the
-        hangover is in (a pass without it may cut a soft last consonant, and the final
-        reuses that pass)."""
+    def pause(self, *, guess: bool = False) -> None:
+        """The speaker just went quiet: decode everything heard so far once the hangover is
+        in (a pass without it may cut a soft last consonant, and the final reuses that
+        pass); with ``guess``, first as soon as the guess's first silent audio is in.
+
+        That first pass is for the guess: its words leave as soon as they are called
+        finished.  A guess the hangover's pass does not confirm word for word is never
+        shown, so a cut consonant costs a request, not a wrong answer."""
         with self._cond:
             utt = self._current
             if utt and utt.decoded_end < self._heard_until(utt) - 1e-6:  # no pass heard it all yet
+                utt.guess_pass_due = guess and self._guess_hangover < self._hangover - 1e-6
                 utt.pause_pass_due = True
-                if utt.end >= self._heard_until(utt) - 1e-6:
-                    utt.pause_pass_due = False
-                    self._want_pass(utt.end, pause=True)
+                self._pass_if_due(utt)
+
+    def _pass_if_due(self, utt: _Utterance) -> None:
+        """Ask for the pause's passes whose audio is in (``cond`` held); a pass still
+        waiting for the worker when the next is due becomes that one."""
+        if utt.guess_pass_due and utt.end >= utt.last_voiced_end + self._guess_hangover - 1e-6:
+            utt.guess_pass_due = False
+            self._want_pass(utt.end, pause=True)
+        if utt.pause_pass_due and utt.end >= self._heard_until(utt) - 1e-6:
+            utt.guess_pass_due = utt.pause_pass_due = False
+            self._want_pass(utt.end, pause=True)
 
     def _heard_until(self, utt: _Utterance) -> float:
         """Where a pass over this utterance ends: the last voiced frame plus the hangover."""

@@ -42,11 +42,18 @@ class VadConfig(_Section):
     pre_roll_ms: int = Field(default=300, ge=0, le=2000)
     hangover_ms: int = Field(default=90, ge=0, le=2000)
     """Trailing unvoiced audio still sent to ASR with an utterance (softens cut-offs); the
-    pause pass waits for it.  30 ms (the first unvoiced frame) is a little faster, but
+    pause pass the final reuses waits for it (the guess's pass does not:
+    ``guess_hangover_ms``).  30 ms (the first unvoiced frame) is a little faster, but
     guesses inside the pauses of a question still being asked wherever no words model
     holds the guess back (Chinese), and the corpora's synthesized voices end crisply:
     they say nothing about the soft last consonants of real ones (figures: decision
     0002)."""
+    guess_hangover_ms: int = Field(default=30, ge=0, le=2000)
+    """Where the words model scores the turn, a pause is decoded once this much unvoiced
+    audio is in, for the guess, and again after ``hangover_ms`` for the final; a guess the
+    final does not confirm word for word is never shown.  30 ms is one frame, the first the
+    VAD calls unvoiced: the soonest a pause is known (figures: decision 0022).  Equal to
+    ``hangover_ms``: one pass, after the hangover."""
     min_speech_ms: int = Field(default=150, ge=30, le=5000)
     """Shorter voiced bursts (clicks, coughs) never start an utterance."""
     onset_window_ms: int = Field(default=300, ge=30, le=5000)
@@ -175,14 +182,21 @@ class TurnConfig(_Section):
 
     speculate_silence_ms: int = Field(default=250, ge=0, le=5000)
     speculate_min_pause_ms: int = Field(default=150, ge=0, le=5000)
-    """Guesses on words the signals call finished wait for this much silence: shorter
-    gaps are between words (and commas) of a question still being asked."""
+    """Guesses on words finished by the text rules alone ("?" or a tag, no words model)
+    wait for this much silence: shorter gaps are between words (and commas) of a question
+    still being asked."""
+    speculate_finished_ms: int = Field(default=90, ge=0, le=5000)
+    """Words the words model calls finished are guessed after this much silence: the
+    model holds back most prefixes that only sound finished, and the guess is never shown
+    unless the final confirms it.  90 ms, the hangover: the silence after which the
+    recogniser itself treats the voice as paused (at 150 the pass at
+    ``vad.guess_hangover_ms`` gained nothing; decision 0022)."""
     speculate_unsure_ms: int = Field(default=250, ge=0, le=5000)
     """With the words model on, a guess on words it does not call finished (an unsure
     verdict, or no verdict yet) waits for this much silence: longer than the 150-250 ms
     pauses between the words of a question still being asked, where a quick recogniser's
     partial ("What is your biggest?") would otherwise be guessed and thrown away.  Words
-    called finished are guessed after ``speculate_min_pause_ms``."""
+    called finished are guessed after ``speculate_finished_ms``."""
     speculate_ahead_ms: int = Field(default=250, ge=0, le=5000)
     """Words called finished before the voice stopped are guessed after this much silence
     when no pass that will hear the pause is coming (it was given up, heard no words, or

@@ -204,6 +204,7 @@ class Listener:
         self._endpointer = listening.endpointer(turns, settings.asr.language, turns.all_words("fillers"))
         self._recognizer = StreamingRecognizer(
             decoder, settings.asr, clock, self, hangover_s=settings.vad.hangover_ms / 1000,
+            guess_hangover_s=settings.vad.guess_hangover_ms / 1000,
             reuse_final=listening.reuses_final, periodic=echo is None, speaker=options.speaker, worker=worker)
         self._meter = LevelMeter(clock, speaker=options.speaker)
         scored = options.asks and listening.scores and hooks.scores_turns
@@ -316,7 +317,9 @@ class Listener:
         """A frame inside the turn: pauses, the end-of-turn tick, the forced endpoint."""
         events: list[Event] = []
         if step.paused:
-            self._recognizer.pause()
+            # a pass for the guess before the hangover's only where the words model holds a
+            # guess on a finished-sounding prefix back (decision 0022)
+            self._recognizer.pause(guess=self._endpointer.expecting_words)
             self._ask_at_pause()
             events.append(VadEvent(t=self._clock.now(), speech=False))
         elif step.resumed:

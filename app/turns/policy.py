@@ -24,12 +24,14 @@ The request should be on the wire before the endpoint fires.  Pauses of 150-250 
 inside a question are common, and how many of them a guess lands in depends on how fast
 the recogniser is, not on the speaker (a pass twice as fast guesses "What is your
 biggest?" before "…weakness?"), so the guess waits on evidence, not on the machine:
-words the signals call finished (complete) are guessed at the first current partial
-once the pause is a pause (``speculate_min_pause_ms``); words they are unsure of, or
-that the words model is still scoring, after ``speculate_unsure_ms`` (a pause longer
-than one between words; a text with no "?" or tag waits for ``speculate_silence_ms``);
-when more words are expected (incomplete, thinking), ``speculate_lead_ms`` before the
-endpoint.  A tag finishes a text by itself and never waits for the model.
+words the words model calls finished (complete) are guessed at the first current
+partial once the voice has paused for the hangover (``speculate_finished_ms``), words
+finished by the text or the sound alone once the pause outlasts a gap between words
+(``speculate_min_pause_ms``); words they are unsure of, or that the words model is
+still scoring, after ``speculate_unsure_ms`` (a pause longer than one between words; a
+text with no "?" or tag waits for ``speculate_silence_ms``); when more words are
+expected (incomplete, thinking), ``speculate_lead_ms`` before the endpoint.  A tag
+finishes a text by itself and never waits for the model.
 
 Those waits are for a *current* partial, one whose pass heard all the voice.  The
 listener has every partial scored as it lands, so when the voice stops the newest one
@@ -122,10 +124,11 @@ def decide(cfg: TurnConfig, cues: TextCues, evidence: Evidence,
         score += cfg.smart_turn_weight * (2.0 * sound - 1.0)
     if score >= 1.0 - 1e-9:
         complete = _wait(cfg, "complete", cfg.endpoint_complete_ms, score)
-        # the words model called these words finished: they may leave when the voice stops;
-        # without its vote (the sound and the text alone) only after a pause, as the rules'
-        ahead = cfg.speculate_ahead_ms if evidence.words_logp is not None else _pause_ms(cfg)
-        return replace(complete, ahead_ms=min(complete.endpoint_ms, float(ahead)))
+        if evidence.words_logp is None:  # the sound and the text alone: after a pause, as the rules'
+            return replace(complete, ahead_ms=min(complete.endpoint_ms, _pause_ms(cfg)))
+        # the words model called these words finished: they may leave when the voice stops
+        return replace(complete, speculate_ms=min(complete.endpoint_ms, float(cfg.speculate_finished_ms)),
+                       ahead_ms=min(complete.endpoint_ms, float(cfg.speculate_ahead_ms)))
     if score <= -1.0 + 1e-9:
         return _wait(cfg, "incomplete", cfg.endpoint_incomplete_ms, score)
     middle = min(float(cfg.endpoint_uncertain_ms), rules.endpoint_ms)  # unsure is no reason to wait longer
