@@ -190,7 +190,7 @@ class TurnConfig(_Section):
     model holds back most prefixes that only sound finished, and the guess is never shown
     unless the final confirms it.  90 ms, the hangover: the silence after which the
     recogniser itself treats the voice as paused (at 150 the pass at
-    ``vad.guess_hangover_ms`` gained nothing; decision 0022)."""
+    ``vad.guess_hangover_ms`` gained no more than run-to-run noise; decision 0022)."""
     speculate_unsure_ms: int = Field(default=250, ge=0, le=5000)
     """With the words model on, a guess on words it does not call finished (an unsure
     verdict, or no verdict yet) waits for this much silence: longer than the 150-250 ms
