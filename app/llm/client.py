@@ -45,6 +45,12 @@ __all__ = ["ChatRequest", "Delta", "Done", "LlmClient", "Message", "RequestTimin
            "estimate_usage"]
 
 
+SPARE_CONNECTIONS = 2
+"""Warm connections kept beside the one in use: a new guess cancels the one before and
+closes its connection, and a turn's guess, its correction and its final can leave within
+one re-warm's connection set-up (decision 0022)."""
+
+
 class LlmClient:
     """A warm OpenAI-compatible client bound to the event loop it first runs on.
 
@@ -59,9 +65,7 @@ class LlmClient:
                 else: record(item.usage, item.timing)
         await client.aclose()
 
-    ``spare_connections`` (2) are kept warm beside the one in use: a new guess cancels the
-    one before and closes its connection, and a turn's guess, its correction and its
-    final can leave within one re-warm's connection set-up (decision 0022).
+    ``spare_connections`` are kept warm beside the one in use (:data:`SPARE_CONNECTIONS`).
     """
 
     def __init__(
@@ -76,7 +80,7 @@ class LlmClient:
         keepalive_expiry: float = 120.0,
         rewarm_idle_s: float | None = 45.0,
         rewarm: bool = True,
-        spare_connections: int = 2,
+        spare_connections: int = SPARE_CONNECTIONS,
         cancel_grace_s: float = 0.05,
         first_token_timeout: float = 4.0,
         stall_timeout: float = 8.0,
