@@ -26,6 +26,13 @@ from tests.speech import read_wav, synth
 QUESTION = "Why are you interested in this role and what do you know about our team?"
 
 
+def _until(condition: Callable[[], bool], seconds: float = NEVER_S) -> None:
+    """Wait until ``condition`` holds (what follows asserts on it), at most ``seconds``."""
+    deadline = time.monotonic() + seconds
+    while not condition() and time.monotonic() < deadline:
+        time.sleep(0.01)
+
+
 def test_a_pass_nobody_wants_stops_after_its_encoder(decoder: WhisperDecoder) -> None:
     audio = read_wav(synth("Why are you interested in this role?"))
     asked: list[bool] = []
@@ -92,9 +99,7 @@ def _run(decoder: WhisperDecoder, speaker_pauses: bool) -> tuple[_HeldDecoder, l
             for frame in frames[voiced:]:  # the hangover's audio: the pause pass is due
                 rec.add(frame, voiced=False)
         held.release.set()
-        deadline = time.monotonic() + 20
-        while (len(held.answers) < 2 or not rec.idle()) and time.monotonic() < deadline:
-            time.sleep(0.02)
+        _until(lambda: len(held.answers) >= 2 and rec.idle(), seconds=20)
     finally:
         held.release.set()
         rec.stop()
@@ -147,9 +152,7 @@ def test_a_reused_final_that_settles_the_language_returns_it_with_the_final(deco
         rec.pause()
         for frame in frames[voiced:]:  # the hangover's audio: the pause pass hears it all
             rec.add(frame, voiced=False)
-        deadline = time.monotonic() + 20
-        while not (rec.idle() and rec.passes) and time.monotonic() < deadline:
-            time.sleep(0.02)
+        _until(lambda: rec.idle() and rec.passes > 0, seconds=20)
         returned = rec.finalize(1)
     finally:
         rec.stop()
@@ -193,11 +196,6 @@ def _passes_at_pause(decoder: WhisperDecoder, silent_frames: int, *, guess_hango
     voiced = -(-len(speech) // FRAME_SAMPLES)
     frames = frames_of([speech, np.zeros(FRAME_SAMPLES * 8, dtype=np.int16)])
 
-    def settle() -> None:
-        deadline = time.monotonic() + NEVER_S
-        while not rec.idle() and time.monotonic() < deadline:
-            time.sleep(0.01)
-
     rec.start()
     try:
         rec.begin(1, frames[:voiced])
@@ -205,10 +203,10 @@ def _passes_at_pause(decoder: WhisperDecoder, silent_frames: int, *, guess_hango
             rec.add(frame, voiced=False)
             if i == 0:
                 rec.pause(guess=guess)
-            settle()
+            _until(rec.idle)
         if talks_on:
             rec.add(frames[voiced], voiced=True)
-            settle()
+            _until(rec.idle)
     finally:
         rec.stop()
     return [n // FRAME_SAMPLES - voiced for n in counting.heard], rec, partials
