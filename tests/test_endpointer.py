@@ -60,8 +60,8 @@ def test_end_word_needs_a_word_boundary() -> None:
     # taken for an end word.
     ep = started()
     speak_until(ep, 1.5)
-    assert [d.reason for d in ep.partial(1, "That is outright", "", 1.5, 1.65)] == ["silence"]  # type: ignore[union-attr]
-    assert [d.reason for d in ep.partial(1, "Then you turn right", "", 1.5, 1.65)] == ["silence"]  # type: ignore[union-attr]
+    assert [d.reason for d in ep.partial(1, "That is outright", "", 1.5, 1.75)] == ["silence"]  # type: ignore[union-attr]
+    assert [d.reason for d in ep.partial(1, "Then you turn right", "", 1.5, 1.75)] == ["silence"]  # type: ignore[union-attr]
 
 
 def test_end_word_ignores_the_recognisers_punctuation() -> None:
@@ -198,9 +198,9 @@ def test_trailing_conjunction_waits_longer() -> None:
 
 
 def test_thresholds_come_from_config() -> None:
-    # the signals policy guesses after speculate_min_pause_ms (speculate_silence_ms is the
-    # rules mode's); with no model signal the silence wait ends the turn
-    ep = started(TurnConfig(speculate_min_pause_ms=100, endpoint_silence_ms=400))
+    # words nothing calls finished are guessed after speculate_silence_ms; with no model
+    # signal the silence wait ends the turn
+    ep = started(TurnConfig(speculate_min_pause_ms=100, speculate_silence_ms=100, endpoint_silence_ms=400))
     speak_until(ep, 2.0)
     ep.partial(1, "Tell me about yourself.", "", 2.0, 2.0)
     assert ep.tick(2.1)[0] == Speculate(1, "Tell me about yourself.", "silence")

@@ -26,10 +26,11 @@ from app.core.events import (
     FinalEvent,
     PartialEvent,
     ResumedEvent,
+    Speaker,
     SpeculateEvent,
     VadEvent,
 )
-from app.session.listener import Listener
+from app.session.listener import Listener, ListenerOptions
 from app.turns.signals import SignalRequest, SignalResult, TurnSignals
 from devtools.bench.corpus import wer, words
 from tests.hooks import StandaloneHooks
@@ -40,13 +41,15 @@ QUESTION = "What is the difference between a process and a thread, and when woul
 
 def replay(decoder: WhisperDecoder, path: Path, speed: float = 4.0,
            settings: Settings | None = None,
-           turn_signals: Callable[[], TurnSignals] | None = None) -> tuple[list[Event], Listener]:
+           turn_signals: Callable[[], TurnSignals] | None = None,
+           options: ListenerOptions = ListenerOptions()) -> tuple[list[Event], Listener]:
     events: list[Event] = []
     bus = EventBus()
     bus.subscribe(events.append)
     clock = SessionClock()
     source = FileSource(path, clock, speed=speed)
-    transcriber = Listener(source, decoder, settings or Settings(), bus, clock, StandaloneHooks(turn_signals))
+    transcriber = Listener(source, decoder, settings or Settings(), bus, clock, StandaloneHooks(turn_signals),
+                           options)
     transcriber.start()
     assert transcriber.finish(timeout=60)
     transcriber.stop()
@@ -121,25 +124,27 @@ def test_the_words_heard_so_far_are_scored_before_the_pass_that_hears_the_pause_
     assert early and all(r.text in heard and not r.warm_only for r in early)
 
 
-def test_a_pause_asks_for_a_guess_pass_only_where_the_words_model_scores(
-        decoder: WhisperDecoder, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The pass at a pause's first silent frame is for a guess, and only the words model
-    holds a guess on a finished-sounding prefix back: without it, one pass after the
-    hangover (decision 0022)."""
-    asked: list[bool] = []
-    pause = StreamingRecognizer.pause
+@pytest.mark.parametrize("speaker", ["interviewer", "candidate"])
+def test_only_the_interviewers_pauses_are_decoded_for_a_guess(
+        decoder: WhisperDecoder, monkeypatch: pytest.MonkeyPatch, speaker: Speaker) -> None:
+    """The pass at a pause's first silent frame is for a guess: every pause of the
+    interviewer's has one, whether or not a words model scores the turn (decision 0023),
+    and the candidate's words are never guessed, so their pauses have none."""
+    hangover = Settings().vad.hangover_ms / 1000
+    silence_heard: list[float] = []
+    want_pass = StreamingRecognizer._want_pass
 
-    def recording(self: StreamingRecognizer, *, guess: bool = False) -> None:
-        asked.append(guess)
-        pause(self, guess=guess)
+    def recording(self: StreamingRecognizer, at: float, *, pause: bool = False) -> None:
+        if pause and self._current is not None:
+            silence_heard.append(at - self._current.last_voiced_end)
+        want_pass(self, at, pause=pause)
 
-    monkeypatch.setattr(StreamingRecognizer, "pause", recording)
-    clip = synth("Tell me about a project you are proud of.", lead_s=2.0)
-    replay(decoder, clip, speed=1.0, turn_signals=lambda: TurnSignals.load(Settings().turns, "en"))
-    assert True in asked  # once the model had loaded (during the lead-in), pauses asked for one
-    asked.clear()
-    replay(decoder, clip, speed=1.0)
-    assert asked and True not in asked
+    monkeypatch.setattr(StreamingRecognizer, "_want_pass", recording)
+    replay(decoder, synth("Tell me about a project you are proud of.", lead_s=0.5), speed=1.0,
+           options=ListenerOptions(speaker=speaker))
+    assert silence_heard, "no pause was decoded"
+    guess_passes = [s for s in silence_heard if s < hangover - 1e-6]
+    assert bool(guess_passes) == (speaker == "interviewer"), silence_heard
 
 
 def test_replay_clock_matches_the_audio(decoder: WhisperDecoder) -> None:

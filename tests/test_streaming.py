@@ -176,7 +176,7 @@ class _CountingDecoder:
 
 
 def _passes_at_pause(decoder: WhisperDecoder, silent_frames: int, *, guess_hangover_s: float,
-                     guess: bool = True, talks_on: bool = False,
+                     talks_on: bool = False,
                      ) -> tuple[list[int], StreamingRecognizer, list[PartialEvent]]:
     """The whole question, then ``silent_frames`` unvoiced frames one by one (the listener's
     order: the frame is added, then the first one says "pause"), each pass let finish
@@ -202,7 +202,7 @@ def _passes_at_pause(decoder: WhisperDecoder, silent_frames: int, *, guess_hango
         for i, frame in enumerate(frames[voiced:voiced + silent_frames]):
             rec.add(frame, voiced=False)
             if i == 0:
-                rec.pause(guess=guess)
+                rec.pause()
             _until(rec.idle)
         if talks_on:
             rec.add(frames[voiced], voiced=True)
@@ -235,10 +235,8 @@ def test_voice_back_before_the_hangover_cancels_its_pass(decoder: WhisperDecoder
     assert silent_heard == [1]
 
 
-@pytest.mark.parametrize(("guess_hangover_s", "guess"), [(0.09, True), (0.03, False)])
-def test_without_a_guess_pass_one_pass_waits_for_the_hangover(
-        decoder: WhisperDecoder, guess_hangover_s: float, guess: bool) -> None:
-    """A guess hangover as long as the hangover, or a pause that asks for no guess (no
-    words model to hold a guess back): the pause is decoded once, when the hangover is in."""
-    silent_heard, _, _ = _passes_at_pause(decoder, 3, guess_hangover_s=guess_hangover_s, guess=guess)
+def test_a_guess_hangover_as_long_as_the_hangover_is_one_pass(decoder: WhisperDecoder) -> None:
+    """As the candidate's recogniser has it (their words are never guessed): the pause is
+    decoded once, when the hangover is in."""
+    silent_heard, _, _ = _passes_at_pause(decoder, 3, guess_hangover_s=0.09)
     assert silent_heard == [3]

@@ -64,6 +64,18 @@ def test_only_words_called_finished_are_guessed_inside_a_pause_between_words() -
     assert decide(short, TextCues(question=True), Evidence(words_logp=-14.0)).speculate_ms == 200
 
 
+def test_without_a_model_words_nothing_calls_finished_wait_out_a_gap_between_words() -> None:
+    """No "?", question word or tag and no model verdict: a guess waits
+    ``speculate_silence_ms`` (decision 0023), as it does while the words model is still
+    scoring such words; a "?" or a tag is guessed after a pause."""
+    assert decide(CFG, TextCues(), Evidence()).speculate_ms == CFG.speculate_silence_ms
+    assert decide(CFG, TextCues(), Evidence(words_pending=True)).speculate_ms == CFG.speculate_silence_ms
+    once = TextCues(question=True, question_streak=1)
+    assert decide(CFG, once, Evidence()).speculate_ms == CFG.speculate_min_pause_ms
+    assert decide(CFG, TextCues(tag=True), Evidence()).speculate_ms == CFG.speculate_min_pause_ms
+    assert CFG.speculate_min_pause_ms < CFG.speculate_silence_ms
+
+
 def test_a_tag_outweighs_doubtful_words() -> None:
     assert decide(CFG, TextCues(tag=True), Evidence(words_logp=-13.0)).verdict == "complete"
 
@@ -116,8 +128,9 @@ def test_the_first_current_partial_after_the_pause_is_the_guess_then_words_end_i
     speak_until(ep, 2.0)
     text = "Describe your ideal working environment."
     assert ep.partial(1, text, "", 2.0, 2.1) == []  # 100 ms: maybe a gap between words
-    assert ep.tick(2.16) == [Speculate(1, text, "silence")]  # no "?" needed: a pause is a pause
-    assert ep.end_of_turn_scores(1, text, 2.0, 2.2, words_logp=-5.0) == []
+    assert ep.tick(2.16) == []  # no "?" and no verdict yet: maybe a longer gap between words
+    guess = ep.end_of_turn_scores(1, text, 2.0, 2.2, words_logp=-5.0)  # called finished
+    assert guess == [Speculate(1, text, guess[0].reason)]  # type: ignore[union-attr]
     out = ep.tick(2.25)
     assert out == [Endpoint(1, "question", out[0].silence)]  # type: ignore[union-attr]
 

@@ -4,12 +4,12 @@ The audio thread only appends frames and says when a pass is worth running; the 
 snapshots the utterance *when it starts* a pass, so passes never queue behind each
 other: if decoding falls behind, the next pass simply covers more audio.  A pause in
 speech asks for a pass once the hangover is in (that pass usually becomes the final,
-reused without a second decode), and, when the owner wants a guess, one at its first
-silent frame before it; a final request jumps ahead of any partial.  A partial pass still
-running when such a pass starts waiting, over audio that ends before the speaker fell
-silent, is given up after its encoder: its words would be stale before they were shown,
-and the pass that heard everything (the guess, then the final) starts up to half a pass
-sooner.
+reused without a second decode), and, for a speaker whose words are guessed, one at its
+first silent frame before it; a final request jumps ahead of any partial.  A partial
+pass still running when such a pass starts waiting, over audio that ends before the
+speaker fell silent, is given up after its encoder: its words would be stale before they
+were shown, and the pass that heard everything (the guess, then the final) starts up to
+half a pass sooner.
 
 With the decoder's language "auto", every pass detects the language until one settles
 it for the session: a pass over at least ``LOCK_MIN_AUDIO_S`` of audio whose text passed
@@ -111,8 +111,9 @@ class StreamingRecognizer:
                  hooks: RecognitionHooks, *, hangover_s: float = 0.09, guess_hangover_s: float = 0.03,
                  reuse_final: bool = True, periodic: bool = True,
                  speaker: Speaker = "interviewer", worker: DecodeWorker | None = None) -> None:
-        """``guess_hangover_s``: the silence a pause's pass for the guess waits for, when
-        :meth:`pause` asks for one (not shorter than ``hangover_s``: no such pass).
+        """``guess_hangover_s``: the silence a pause's pass for the guess waits for (not
+        shorter than ``hangover_s``: no such pass, as for a speaker whose words are never
+        guessed).
         ``periodic`` False decodes only at pauses (and for the final): for a speaker whose
         partials are not shown, so the shared worker stays free for the other one."""
         self._decoder = decoder
@@ -184,10 +185,10 @@ class StreamingRecognizer:
             else:
                 self._pass_if_due(utt)
 
-    def pause(self, *, guess: bool = False) -> None:
+    def pause(self) -> None:
         """The speaker just went quiet: decode everything heard so far once the hangover is
         in (a pass without it may cut a soft last consonant, and the final reuses that
-        pass); with ``guess``, first as soon as the guess's first silent audio is in.
+        pass), and before that as soon as the guess's first silent audio is in.
 
         That first pass is for the guess: its words leave as soon as they are called
         finished.  A guess the hangover's pass does not confirm word for word is never
@@ -195,7 +196,7 @@ class StreamingRecognizer:
         with self._cond:
             utt = self._current
             if utt and utt.decoded_end < self._heard_until(utt) - 1e-6:  # no pass heard it all yet
-                utt.guess_pass_due = guess and self._guess_hangover < self._hangover - 1e-6
+                utt.guess_pass_due = self._guess_hangover < self._hangover - 1e-6
                 utt.pause_pass_due = True
                 self._pass_if_due(utt)
 

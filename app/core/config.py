@@ -49,10 +49,10 @@ class VadConfig(_Section):
     they say nothing about the soft last consonants of real ones (figures: decision
     0002)."""
     guess_hangover_ms: int = Field(default=30, ge=0, le=2000)
-    """Where the words model scores the turn, a pause is decoded once this much unvoiced
-    audio is in, for the guess, and again after ``hangover_ms`` for the final; a guess the
-    final does not confirm word for word is never shown.  30 ms is one frame, the first the
-    VAD calls unvoiced: the soonest a pause is known (figures: decision 0022).  Equal to
+    """The interviewer's pause is decoded once this much unvoiced audio is in, for the
+    guess, and again after ``hangover_ms`` for the final; a guess the final does not
+    confirm word for word is never shown.  30 ms is one frame, the first the VAD calls
+    unvoiced: the soonest a pause is known (figures: decisions 0022, 0023).  Equal to
     ``hangover_ms``: one pass, after the hangover."""
     min_speech_ms: int = Field(default=150, ge=30, le=5000)
     """Shorter voiced bursts (clicks, coughs) never start an utterance."""

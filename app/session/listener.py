@@ -202,9 +202,10 @@ class Listener:
         self._continuation_s = turns.continuation_window_ms / 1000 if options.asks else 0.0
         self._vad = VoiceDetector(settings.vad)
         self._endpointer = listening.endpointer(turns, settings.asr.language, turns.all_words("fillers"))
+        vad = settings.vad  # only the interviewer's words are guessed: a pass for the guess is theirs
         self._recognizer = StreamingRecognizer(
-            decoder, settings.asr, clock, self, hangover_s=settings.vad.hangover_ms / 1000,
-            guess_hangover_s=settings.vad.guess_hangover_ms / 1000,
+            decoder, settings.asr, clock, self, hangover_s=vad.hangover_ms / 1000,
+            guess_hangover_s=(vad.guess_hangover_ms if options.asks else vad.hangover_ms) / 1000,
             reuse_final=listening.reuses_final, periodic=echo is None, speaker=options.speaker, worker=worker)
         self._meter = LevelMeter(clock, speaker=options.speaker)
         scored = options.asks and listening.scores and hooks.scores_turns
@@ -317,9 +318,7 @@ class Listener:
         """A frame inside the turn: pauses, the end-of-turn tick, the forced endpoint."""
         events: list[Event] = []
         if step.paused:
-            # a pass for the guess before the hangover's only where the words model holds a
-            # guess on a finished-sounding prefix back (decision 0022)
-            self._recognizer.pause(guess=self._endpointer.expecting_words)
+            self._recognizer.pause()
             self._ask_at_pause()
             events.append(VadEvent(t=self._clock.now(), speech=False))
         elif step.resumed:

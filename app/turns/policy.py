@@ -28,10 +28,11 @@ words the words model calls finished (complete) are guessed at the first current
 partial once the voice has paused for the hangover (``speculate_finished_ms``), words
 finished by the text or the sound alone once the pause outlasts a gap between words
 (``speculate_min_pause_ms``); words they are unsure of, or that the words model is
-still scoring, after ``speculate_unsure_ms`` (a pause longer than one between words; a
-text with no "?" or tag waits for ``speculate_silence_ms``); when more words are
-expected (incomplete, thinking), ``speculate_lead_ms`` before the endpoint.  A tag
-finishes a text by itself and never waits for the model.
+still scoring, after ``speculate_unsure_ms`` (a pause longer than most between words;
+a text with no "?", question word or tag that no model has scored waits for
+``speculate_silence_ms``); when more words are expected (incomplete, thinking),
+``speculate_lead_ms`` before the endpoint.  A tag finishes a text by itself and never
+waits for the model.
 
 Those waits are for a *current* partial, one whose pass heard all the voice.  The
 listener has every partial scored as it lands, so when the voice stops the newest one
@@ -110,8 +111,9 @@ def decide(cfg: TurnConfig, cues: TextCues, evidence: Evidence,
     rules = (_wait(cfg, "complete", cfg.endpoint_question_silence_ms, None) if cues.question_streak >= 2
              else _wait(cfg, "uncertain", cfg.endpoint_silence_ms, None))
     if evidence.words_logp is None and sound is None:
-        if evidence.words_pending and not cues.tag:
-            # not called finished yet, and may be called unfinished: a wasted request
+        if not cues.tag and (evidence.words_pending or not cues.question):
+            # not called finished yet and may be called unfinished, or nothing in the words
+            # says finished: a guess inside a gap between words is a wasted request
             hold = cfg.speculate_unsure_ms if cues.question else cfg.speculate_silence_ms
             return replace(rules, speculate_ms=min(rules.endpoint_ms, max(rules.speculate_ms, hold)))
         if rules.verdict == "complete":  # finished by the punctuation alone: after a pause
@@ -144,7 +146,8 @@ def _pause_ms(cfg: TurnConfig) -> float:
 
 
 def _wait(cfg: TurnConfig, verdict: Verdict, endpoint_ms: float, score: float | None) -> Wait:
-    """``score`` None: the rules decided (no model voted), and they guess unsure words early."""
+    """``score`` None: the rules decided (no model voted), and they guess unsure words
+    early (``decide`` holds back words with no question cue)."""
     if verdict == "complete" or (verdict == "uncertain" and score is None):
         speculate = float(cfg.speculate_min_pause_ms)
     elif verdict == "uncertain":
