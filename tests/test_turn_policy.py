@@ -34,7 +34,7 @@ def test_unsure_signals_never_wait_longer_than_the_rules_would() -> None:
     # unsure about it do not stretch that to the middle wait (they may only shorten it)...
     twice = TextCues(question=True, question_streak=2)
     wait = decide(CFG, twice, Evidence(words_logp=-14.5))
-    assert (wait.verdict, wait.endpoint_ms, wait.speculate_ms) == ("uncertain", 400, 250)
+    assert (wait.verdict, wait.endpoint_ms, wait.speculate_ms) == ("uncertain", 400, CFG.speculate_unsure_ms)
     once = TextCues(question=True, question_streak=1)
     assert decide(CFG, once, Evidence(words_logp=-14.5)).endpoint_ms == 600
     # ...even doubtful words (the "?" keeps the sum above "incomplete"); the speaker's own

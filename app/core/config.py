@@ -191,12 +191,15 @@ class TurnConfig(_Section):
     unless the final confirms it.  90 ms, the hangover: the silence after which the
     recogniser itself treats the voice as paused (at 150 the pass at
     ``vad.guess_hangover_ms`` gained no more than run-to-run noise; decision 0022)."""
-    speculate_unsure_ms: int = Field(default=250, ge=0, le=5000)
+    speculate_unsure_ms: int = Field(default=200, ge=0, le=5000)
     """With the words model on, a guess on words it does not call finished (an unsure
-    verdict, or no verdict yet) waits for this much silence: longer than the 150-250 ms
-    pauses between the words of a question still being asked, where a quick recogniser's
-    partial ("What is your biggest?") would otherwise be guessed and thrown away.  Words
-    called finished are guessed after ``speculate_finished_ms``."""
+    verdict, or no verdict yet) waits for this much silence: longer than most of the
+    150-250 ms pauses between the words of a question still being asked, where a quick
+    recogniser's partial ("What is your biggest?") would otherwise be guessed and thrown
+    away.  200 ms is the gap a listener usually leaves before taking the turn; a guess in
+    a longer pause inside a question costs a request, never a wrong answer (decision
+    0023; 250 until then).  Words called finished are guessed after
+    ``speculate_finished_ms``."""
     speculate_ahead_ms: int = Field(default=250, ge=0, le=5000)
     """Words called finished before the voice stopped are guessed after this much silence
     when no pass that will hear the pause is coming (it was given up, heard no words, or
