@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 
 from app.asr.decoder import WhisperDecoder
@@ -17,6 +19,25 @@ def test_a_question_is_transcribed_closely(decoder: WhisperDecoder) -> None:
     hyp = decoder.decode(read_wav(synth(text)))
     assert wer([text], [hyp.text]) <= 0.2, hyp.text
     assert not is_hallucination(hyp)
+
+
+def test_words_the_caller_doubts_are_decoded_again_with_a_beam(decoder: WhisperDecoder) -> None:
+    """Greedy decoding is least sure of the last word: on this clip (flite's awb voice) it
+    splits "rate limiter" into "rate limit or", which reads as a thinking pause; the
+    beam, decoding the same encoding, hears the word."""
+    audio = read_wav(Path(__file__).parent / "data" / "rate-limiter.wav")
+    greedy = decoder.decode(audio)
+    assert greedy.text.endswith("limit or")  # what the second look is for
+    asked: list[str] = []
+
+    def trails_off(text: str) -> bool:
+        asked.append(text)
+        return text.endswith(" or")
+
+    rechecked = decoder.decode(audio, recheck=trails_off)
+    assert asked == [greedy.text]  # asked about the greedy words, once
+    assert "limiter" in rechecked.text.lower() and "limit or" not in rechecked.text
+    assert decoder.decode(audio, recheck=lambda text: False).text == greedy.text
 
 
 def test_silence_gives_no_transcript(decoder: WhisperDecoder) -> None:

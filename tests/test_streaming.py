@@ -47,31 +47,45 @@ def test_a_pass_nobody_wants_stops_after_its_encoder(decoder: WhisperDecoder) ->
     assert "interested" in decoder.decode(audio, wanted=lambda: True).text.lower()
 
 
-class _HeldDecoder:
-    """The real decoder; its first pass waits, as if still encoding, until the test lets it
-    go, and every pass records what ``wanted`` answered."""
+class _SpyDecoder:
+    """The real decoder, watched: how many samples each pass heard, what ``wanted``
+    answered and whether the pass was asked to recheck its words.  ``held``: the first
+    pass waits, as if still encoding, until the test releases it.  ``detected``: every
+    pass says it detected this language (the English decoder standing in for a
+    multilingual one in an "auto" session)."""
 
-    def __init__(self, real: WhisperDecoder) -> None:
+    def __init__(self, real: WhisperDecoder, *, held: bool = False, detected: str | None = None) -> None:
         self._real = real
-        self.language = real.language
+        self._detected = detected
+        self.language = AUTO if detected else real.language
         self.entered = threading.Event()
         self.release = threading.Event()
+        if not held:
+            self.release.set()
+        self.heard: list[int] = []
         self.answers: list[bool] = []
+        self.rechecked: list[bool] = []
 
     def decode(self, audio: Any, previous_text: str | None = None, *, language: str | None = None,
-               wanted: Callable[[], bool] | None = None) -> Hypothesis:
-        if not self.entered.is_set():
-            self.entered.set()
-            assert self.release.wait(NEVER_S)
+               wanted: Callable[[], bool] | None = None, recheck: Callable[[str], bool] | None = None,
+               recheck_beam: int = 5) -> Hypothesis:
+        self.entered.set()
+        assert self.release.wait(NEVER_S)
+        self.heard.append(len(audio))
+        self.rechecked.append(recheck is not None)
         if wanted is not None:
             self.answers.append(wanted())
-        return self._real.decode(audio, language=language, wanted=wanted)
+        hyp = self._real.decode(audio, language=None if self._detected else language, wanted=wanted,
+                                recheck=recheck, recheck_beam=recheck_beam)
+        return dataclasses.replace(hyp, language=self._detected, language_probability=0.9) \
+            if self._detected else hyp
 
 
-def _run(decoder: WhisperDecoder, speaker_pauses: bool) -> tuple[_HeldDecoder, list[PartialEvent]]:
+def _run(decoder: WhisperDecoder, speaker_pauses: bool,
+         doubt: Callable[[str], bool] | None = None) -> tuple[_SpyDecoder, list[PartialEvent]]:
     """Hold the first partial pass (1.2 s of the question), then either go on talking or
     fall silent past the hangover; let the pass go and collect the partials."""
-    held = _HeldDecoder(decoder)
+    held = _SpyDecoder(decoder, held=True)
     partials: list[PartialEvent] = []
     errors: list[ErrorEvent] = []
     finals: list[FinalEvent] = []
@@ -82,7 +96,7 @@ def _run(decoder: WhisperDecoder, speaker_pauses: bool) -> tuple[_HeldDecoder, l
                 seen.append(said)  # type: ignore[arg-type]
 
     rec = StreamingRecognizer(held, AsrConfig(), SessionClock(),  # type: ignore[arg-type]
-                              RecognitionRecorder(record))
+                              RecognitionRecorder(record), doubt=doubt)
     rec.start()
     speech = read_wav(synth(QUESTION, lead_s=0.0, tail_s=0.1))
     voiced = -(-len(speech) // FRAME_SAMPLES)  # the question's frames, then 6 of silence
@@ -120,27 +134,13 @@ def test_while_the_speaker_talks_on_every_partial_is_finished(decoder: WhisperDe
     assert partials[0].audio_end < 1.5 and len(partials) >= 2
 
 
-class _AutoDecoder:
-    """The real (English) decoder standing in for a multilingual one in an "auto" session:
-    every pass says it detected English."""
-
-    def __init__(self, real: WhisperDecoder) -> None:
-        self._real = real
-        self.language = AUTO
-
-    def decode(self, audio: Any, previous_text: str | None = None, *, language: str | None = None,
-               wanted: Callable[[], bool] | None = None) -> Hypothesis:
-        hyp = self._real.decode(audio, wanted=wanted)
-        return dataclasses.replace(hyp, language="en", language_probability=0.9)
-
-
 def test_a_reused_final_that_settles_the_language_returns_it_with_the_final(decoder: WhisperDecoder) -> None:
     """The listener finalizes while deciding an endpoint, under its own lock, which its
     ``on_language`` hook takes: a language settled by a final reused at once comes back
     with it (before it), never through the hook, or an "auto" session whose first words
     were too short for a partial to settle it would hang there."""
     said: list[object] = []
-    rec = StreamingRecognizer(_AutoDecoder(decoder), AsrConfig(), SessionClock(),  # type: ignore[arg-type]
+    rec = StreamingRecognizer(_SpyDecoder(decoder, detected="en"), AsrConfig(), SessionClock(),  # type: ignore[arg-type]
                               RecognitionRecorder(said.append))
     speech = read_wav(synth("Hello.", lead_s=0.0, tail_s=0.0))
     assert len(speech) / SAMPLE_RATE < LOCK_MIN_AUDIO_S  # too short for a partial to settle it
@@ -161,37 +161,23 @@ def test_a_reused_final_that_settles_the_language_returns_it_with_the_final(deco
     assert rec.language == "en" and returned[1].reused  # type: ignore[union-attr]
 
 
-class _CountingDecoder:
-    """The real decoder, recording how many samples each pass heard."""
-
-    def __init__(self, real: WhisperDecoder) -> None:
-        self._real = real
-        self.language = real.language
-        self.heard: list[int] = []
-
-    def decode(self, audio: Any, previous_text: str | None = None, *, language: str | None = None,
-               wanted: Callable[[], bool] | None = None) -> Hypothesis:
-        self.heard.append(len(audio))
-        return self._real.decode(audio, language=language, wanted=wanted)
-
-
-def _passes_at_pause(decoder: WhisperDecoder, silent_frames: int, *, guess_hangover_s: float,
-                     talks_on: bool = False,
+def _passes_at_pause(spy: _SpyDecoder, silent_frames: int, *, guess_hangover_s: float,
+                     talks_on: bool = False, doubt: Callable[[str], bool] | None = None,
+                     config: AsrConfig | None = None,
                      ) -> tuple[list[int], StreamingRecognizer, list[PartialEvent]]:
     """The whole question, then ``silent_frames`` unvoiced frames one by one (the listener's
     order: the frame is added, then the first one says "pause"), each pass let finish
     before the next frame; ``talks_on``: a voiced frame after them.  Returns how many
     frames past the last voiced one each pass heard, the recogniser and its partials."""
-    counting = _CountingDecoder(decoder)
     partials: list[PartialEvent] = []
 
     def keep(said: object) -> None:
         if isinstance(said, PartialEvent):
             partials.append(said)
 
-    rec = StreamingRecognizer(counting, AsrConfig(), SessionClock(),  # type: ignore[arg-type]
+    rec = StreamingRecognizer(spy, config or AsrConfig(), SessionClock(),  # type: ignore[arg-type]
                               RecognitionRecorder(keep), hangover_s=0.09,
-                              guess_hangover_s=guess_hangover_s, periodic=False)
+                              guess_hangover_s=guess_hangover_s, periodic=False, doubt=doubt)
     speech = read_wav(synth("Why are you interested in this role?", lead_s=0.0, tail_s=0.0))
     voiced = -(-len(speech) // FRAME_SAMPLES)
     frames = frames_of([speech, np.zeros(FRAME_SAMPLES * 8, dtype=np.int16)])
@@ -209,12 +195,12 @@ def _passes_at_pause(decoder: WhisperDecoder, silent_frames: int, *, guess_hango
             _until(rec.idle)
     finally:
         rec.stop()
-    return [n // FRAME_SAMPLES - voiced for n in counting.heard], rec, partials
+    return [n // FRAME_SAMPLES - voiced for n in spy.heard], rec, partials
 
 
 def test_a_pause_is_decoded_for_the_guess_at_its_first_silent_frame_and_for_the_final_after_the_hangover(
         decoder: WhisperDecoder) -> None:
-    silent_heard, rec, partials = _passes_at_pause(decoder, 3, guess_hangover_s=0.03)
+    silent_heard, rec, partials = _passes_at_pause(_SpyDecoder(decoder), 3, guess_hangover_s=0.03)
     assert silent_heard == [1, 3]
     assert len(partials) == 2 and partials[0].audio_end < partials[1].audio_end
     final = rec.finalize(1)[-1]
@@ -225,18 +211,41 @@ def test_a_pause_is_decoded_for_the_guess_at_its_first_silent_frame_and_for_the_
 def test_the_guess_pass_alone_is_no_final(decoder: WhisperDecoder) -> None:
     """A turn ended before the hangover was in decodes its final again: the guess's pass
     never heard the hangover."""
-    silent_heard, rec, partials = _passes_at_pause(decoder, 2, guess_hangover_s=0.03)
+    silent_heard, rec, partials = _passes_at_pause(_SpyDecoder(decoder), 2, guess_hangover_s=0.03)
     assert silent_heard == [1] and len(partials) == 1
     assert rec.finalize(1) == []  # a final pass is queued, nothing reused
 
 
 def test_voice_back_before_the_hangover_cancels_its_pass(decoder: WhisperDecoder) -> None:
-    silent_heard, _, _ = _passes_at_pause(decoder, 2, guess_hangover_s=0.03, talks_on=True)
+    silent_heard, _, _ = _passes_at_pause(_SpyDecoder(decoder), 2, guess_hangover_s=0.03, talks_on=True)
     assert silent_heard == [1]
 
 
 def test_a_guess_hangover_as_long_as_the_hangover_is_one_pass(decoder: WhisperDecoder) -> None:
     """As the candidate's recogniser has it (their words are never guessed): the pause is
     decoded once, when the hangover is in."""
-    silent_heard, _, _ = _passes_at_pause(decoder, 3, guess_hangover_s=0.09)
+    silent_heard, _, _ = _passes_at_pause(_SpyDecoder(decoder), 3, guess_hangover_s=0.09)
     assert silent_heard == [3]
+
+
+def _always(text: str) -> bool:
+    return True
+
+
+def test_only_a_pass_over_a_pause_rechecks_its_words(decoder: WhisperDecoder) -> None:
+    """Words that trail off hold the turn for seconds, so the passes that decide it (the
+    guess's and the final's, over the pause) give doubtful ones a second look; a pass
+    while the voice goes on never does: its last word is still being said."""
+    talking, _ = _run(decoder, speaker_pauses=False, doubt=_always)
+    assert talking.rechecked and not any(talking.rechecked)
+    pausing, _ = _run(decoder, speaker_pauses=True, doubt=_always)
+    assert pausing.rechecked[:2] == [False, True]  # the held partial, then the pause's pass
+    spy = _SpyDecoder(decoder)
+    _passes_at_pause(spy, 3, guess_hangover_s=0.03, doubt=_always)
+    assert spy.rechecked == [True, True]
+
+
+def test_a_recheck_beam_of_one_never_rechecks(decoder: WhisperDecoder) -> None:
+    spy = _SpyDecoder(decoder)
+    _passes_at_pause(spy, 3, guess_hangover_s=0.03, doubt=_always, config=AsrConfig(recheck_beam=1))
+    assert spy.rechecked == [False, False]

@@ -7,7 +7,10 @@ to at least ``min_context_s``: below ~6 s of context tiny.en starts looping and
 mishearing, while 8 s hears as well as the full window at a fraction of a typical
 question's pass time (figures: decision 0012).
 Greedy decoding, fixed language, no timestamps, no VAD filter: the streaming layer
-already knows where speech is.
+already knows where speech is.  Greedy decoding is least sure of the last word, which no
+audio follows: "rate limiter" comes out as "rate limit or".  Where the caller doubts the
+words it got (a question that seems to trail off holds the turn for seconds), the same
+encoding is decoded again with a beam, for a few decoder steps more.
 """
 
 from __future__ import annotations
@@ -131,11 +134,14 @@ class WhisperDecoder:
 
     def decode(self, audio: npt.NDArray[np.int16] | npt.NDArray[np.float32],
                previous_text: str | None = None, *, language: str | None = None,
-               wanted: Callable[[], bool] | None = None) -> Hypothesis:
+               wanted: Callable[[], bool] | None = None,
+               recheck: Callable[[str], bool] | None = None, recheck_beam: int = 5) -> Hypothesis:
         """One greedy pass; ``language`` overrides the decoder's (e.g. the session's choice).
 
         ``wanted`` is asked once the encoder has run, about half-way through the pass:
         False raises :class:`Superseded` instead of generating words nobody will read.
+        ``recheck`` True for the greedy text: the words are decoded again from the same
+        encoding with a beam of ``recheck_beam``, and the beam's are returned.
         """
         started = time.perf_counter()
         samples = audio.astype(np.float32) / 32768.0 if audio.dtype == np.int16 else audio
@@ -159,8 +165,23 @@ class WhisperDecoder:
         # the cap, or a long glossary would leave a short question no room to be written
         max_length = glossary_tokens + min(
             MAX_TOKENS, TOKENS_SLACK + math.ceil(len(samples) / SAMPLE_RATE * TOKENS_PER_SECOND))
+        result, tokens, text = self._generate(encoded, prompt, max_length, tokenizer, language, beam=1)
+        if recheck is not None and text and recheck(text):
+            result, tokens, text = self._generate(encoded, prompt, max_length, tokenizer, language,
+                                                  beam=recheck_beam)
+        # CTranslate2 returns the length-normalised score; recover Whisper's avg_logprob.
+        avg_logprob = result.scores[0] * len(tokens) / (len(tokens) + 1) if result.scores else 0.0
+        return Hypothesis(text=text, no_speech_prob=float(result.no_speech_prob),
+                          avg_logprob=float(avg_logprob), compression_ratio=compression_ratio(text),
+                          seconds=time.perf_counter() - started, language=language,
+                          language_probability=probability, prompted=terms)
+
+    def _generate(self, encoded: ctranslate2.StorageView, prompt: list[int], max_length: int,
+                  tokenizer: Tokenizer, language: str, *,
+                  beam: int) -> tuple[ctranslate2.models.WhisperGenerationResult, list[int], str]:
+        """The decoder's words for this encoding: its result, the text's tokens, the text."""
         result = self._model.model.generate(
-            encoded, [prompt], beam_size=1,
+            encoded, [prompt], beam_size=beam,
             max_length=max_length, return_scores=True, return_no_speech_prob=True,
             suppress_blank=True, suppress_tokens=self._suppress,
         )[0]
@@ -168,12 +189,7 @@ class WhisperDecoder:
         text = tokenizer.decode(tokens).strip()
         if language == "zh" and self._script is not None:
             text = chinese_punctuation(self._script.convert(text))
-        # CTranslate2 returns the length-normalised score; recover Whisper's avg_logprob.
-        avg_logprob = result.scores[0] * len(tokens) / (len(tokens) + 1) if result.scores else 0.0
-        return Hypothesis(text=text, no_speech_prob=float(result.no_speech_prob),
-                          avg_logprob=float(avg_logprob), compression_ratio=compression_ratio(text),
-                          seconds=time.perf_counter() - started, language=language,
-                          language_probability=probability, prompted=terms)
+        return result, tokens, text
 
     def _detect(self, encoded: ctranslate2.StorageView) -> tuple[str, float]:
         ranked = self._model.model.detect_language(encoded)[0]

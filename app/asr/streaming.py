@@ -110,13 +110,19 @@ class StreamingRecognizer:
     def __init__(self, decoder: WhisperDecoder, config: AsrConfig, clock: SessionClock,
                  hooks: RecognitionHooks, *, hangover_s: float = 0.09, guess_hangover_s: float = 0.03,
                  reuse_final: bool = True, periodic: bool = True,
-                 speaker: Speaker = "interviewer", worker: DecodeWorker | None = None) -> None:
+                 speaker: Speaker = "interviewer", worker: DecodeWorker | None = None,
+                 doubt: Callable[[str], bool] | None = None) -> None:
         """``guess_hangover_s``: the silence a pause's pass for the guess waits for (not
         shorter than ``hangover_s``: no such pass, as for a speaker whose words are never
         guessed).
         ``periodic`` False decodes only at pauses (and for the final): for a speaker whose
-        partials are not shown, so the shared worker stays free for the other one."""
+        partials are not shown, so the shared worker stays free for the other one.
+        ``doubt``: words a pass over a pause should not trust from a greedy decode (they
+        would hold the turn for seconds): that pass decodes them again with the beam of
+        ``config.recheck_beam`` (:meth:`WhisperDecoder.decode`'s ``recheck``).  Passes while the voice goes on
+        never do: their last word is still being said."""
         self._decoder = decoder
+        self._doubt = doubt
         self._cfg = config
         self._clock = clock
         self._hooks = hooks
@@ -316,8 +322,12 @@ class StreamingRecognizer:
             self._hooks.on_error(ErrorEvent(t=self._clock.now(), stage="asr",
                                             message=f"decoding failed: {exc}"))
 
-    def _decode(self, audio: Samples, wanted: Callable[[], bool] | None = None) -> tuple[str, Hypothesis]:
-        hyp: Hypothesis = self._decoder.decode(audio, language=self._language, wanted=wanted)
+    def _decode(self, audio: Samples, wanted: Callable[[], bool] | None = None, *,
+                paused: bool) -> tuple[str, Hypothesis]:
+        """``paused``: the audio ends in the speaker's pause (see ``doubt``)."""
+        doubt = self._doubt if paused and self._cfg.recheck_beam > 1 else None
+        hyp: Hypothesis = self._decoder.decode(audio, language=self._language, wanted=wanted,
+                                               recheck=doubt, recheck_beam=self._cfg.recheck_beam)
         self.passes += 1
         self.decode_seconds += hyp.seconds
         if is_hallucination(hyp, no_speech_threshold=self._cfg.no_speech_threshold,
@@ -345,7 +355,8 @@ class StreamingRecognizer:
 
     def _run_partial(self, utt: _Utterance, until: float, audio: Samples) -> None:
         try:
-            text, hyp = self._decode(audio, wanted=partial(self._still_wanted, utt, until))
+            text, hyp = self._decode(audio, wanted=partial(self._still_wanted, utt, until),
+                                     paused=until > utt.last_voiced_end + 1e-6)
         except Superseded:
             return
         if not text:
@@ -372,7 +383,7 @@ class StreamingRecognizer:
         reused = bool(self._reuse_final and utt.text and utt.decoded_end >= job.until - 1e-6)
         text, language, probability = utt.text, utt.language, utt.language_probability
         if not reused:
-            decoded, hyp = self._decode(utt.audio(job.until))
+            decoded, hyp = self._decode(utt.audio(job.until), paused=True)
             if decoded:
                 text, language, probability = decoded, hyp.language, hyp.language_probability
         with self._cond:

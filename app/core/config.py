@@ -93,6 +93,11 @@ class AsrConfig(_Section):
     no_speech_threshold: float = Field(default=0.6, ge=0.0, le=1.0)
     log_prob_threshold: float = -1.0
     max_utterance_s: float = Field(default=28.0, ge=2.0, le=30.0)
+    recheck_beam: int = Field(default=5, ge=1, le=10)
+    """A pause's words that trail off ("…rate limit or") would hold the turn for seconds,
+    and greedy decoding is least sure of the last word: they are decoded again with this
+    beam, Whisper's own default (the width its published accuracy was measured with).
+    1: never."""
     glossary: list[str] = Field(default_factory=list, max_length=200)
     """Names your interviews will use (a product, a company, a tool: "CockroachDB",
     "ArgoCD", "星澜支付"): the recogniser is steered towards their spelling, these first,
