@@ -10,11 +10,12 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 
-from app.asr.decoder import WhisperDecoder
+from app.asr.decoder import Hypothesis, WhisperDecoder
 from app.asr.streaming import StreamingRecognizer
 from app.audio import FileSource
 from app.core.clock import SessionClock
@@ -122,6 +123,45 @@ def test_the_words_heard_so_far_are_scored_before_the_pass_that_hears_the_pause_
     # the newest had one before any pass heard the pause, which may even come too late
     # to be shown (the turn ended on those words)
     assert early and all(r.text in heard and not r.warm_only for r in early)
+
+
+def test_the_pass_over_the_hangover_waits_for_the_verdict_on_the_words_of_the_pause(
+        decoder: WhisperDecoder) -> None:
+    """The guess waits for the words model's verdict on the words the guess's pass heard;
+    the pass over the hangover waits for no request, so it starts after that verdict
+    instead of taking the CPU from it (decision 0024).  The words model is made slow, and
+    the replay half as fast as real time, so that the order shows."""
+    verdicts: list[tuple[float, float]] = []
+    passes: list[tuple[float, bool]] = []
+
+    class Slow(TurnSignals):
+        def score(self, request: SignalRequest) -> SignalResult:
+            began = time.monotonic()
+            time.sleep(0.25)
+            result = super().score(request)
+            verdicts.append((began, time.monotonic()))
+            return result
+
+    def load() -> TurnSignals:
+        loaded = TurnSignals.load(Settings().turns, "en")
+        return Slow(loaded.words, loaded.sound, loaded.status)
+
+    class Watched:
+        language = decoder.language
+
+        def decode(self, audio: Any, previous_text: str | None = None, **kwargs: Any) -> Hypothesis:
+            # the interviewer's passes over a pause are the ones that may recheck their words
+            passes.append((time.monotonic(), kwargs.get("recheck") is not None))
+            return decoder.decode(audio, **kwargs)
+
+    replay(Watched(), synth("Tell me about a project you are proud of.", lead_s=0.5, tail_s=1.5),  # type: ignore[arg-type]
+           speed=0.5, turn_signals=load)
+    last = max(i for i, (_, paused) in enumerate(passes) if paused)  # the pass over the hangover
+    assert last > 0, passes
+    # the pass before it heard all the voice (the guess's, or a partial that ended with it)
+    words_heard = passes[last - 1][0]
+    verdict = next((done for began, done in verdicts if began >= words_heard), None)
+    assert verdict is not None and passes[last][0] >= verdict - 0.01, (passes[last - 1:], verdicts)
 
 
 @pytest.mark.parametrize("speaker", ["interviewer", "candidate"])

@@ -249,3 +249,49 @@ def test_a_recheck_beam_of_one_never_rechecks(decoder: WhisperDecoder) -> None:
     spy = _SpyDecoder(decoder)
     _passes_at_pause(spy, 3, guess_hangover_s=0.03, doubt=_always, config=AsrConfig(recheck_beam=1))
     assert spy.rechecked == [False, False]
+
+
+def test_a_deferred_recogniser_starts_its_pass_over_the_hangover_once_released(
+        decoder: WhisperDecoder) -> None:
+    """The listener defers the pass over the hangover while the words model scores the
+    words of the pause (their verdict is what the guess waits for): the pass waits, then
+    runs; a final never waits."""
+    spy = _SpyDecoder(decoder)
+    finals: list[FinalEvent] = []
+
+    def keep(said: object) -> None:
+        if isinstance(said, FinalEvent):
+            finals.append(said)
+
+    rec = StreamingRecognizer(spy, AsrConfig(), SessionClock(),  # type: ignore[arg-type]
+                              RecognitionRecorder(keep), hangover_s=0.09, guess_hangover_s=0.03,
+                              periodic=False)
+    speech = read_wav(synth("Why are you interested in this role?", lead_s=0.0, tail_s=0.0))
+    voiced = -(-len(speech) // FRAME_SAMPLES)
+    frames = frames_of([speech, np.zeros(FRAME_SAMPLES * 6, dtype=np.int16)])
+    rec.start()
+    try:
+        rec.begin(1, frames[:voiced])
+        rec.add(frames[voiced], voiced=False)
+        rec.pause()
+        _until(rec.idle)  # the guess's pass, at the first silent frame
+        rec.defer(True)
+        for frame in frames[voiced + 1:voiced + 3]:  # the hangover's audio is in: its pass is due
+            rec.add(frame, voiced=False)
+        time.sleep(0.3)
+        assert len(spy.heard) == 1 and not rec.idle()  # due, and waiting
+        rec.defer(False)
+        _until(lambda: rec.idle() and len(spy.heard) == 2)
+        assert len(spy.heard) == 2
+        rec.add(frames[voiced + 3], voiced=False)
+        rec.defer(True)
+        assert rec.finalize(1)  # the hangover's pass is the final, at once
+        rec.begin(2, frames[:voiced])
+        rec.defer(True)  # deferred before the guess's pass is due
+        rec.add(frames[voiced], voiced=False)
+        rec.pause()
+        assert rec.finalize(2) == []  # no pass heard it all: a final pass is queued...
+        _until(lambda: bool(finals))
+        assert [f.turn for f in finals] == [2]  # ...and runs though the recogniser was deferred
+    finally:
+        rec.stop()

@@ -143,6 +143,8 @@ class StreamingRecognizer:
         self._pause_pass_wanted = False
         """The pass wanted is one that hears the pause (see :meth:`_still_wanted`)."""
         self._last_pass_request_end = 0.0
+        self._deferred = False
+        """No partial pass starts (see :meth:`defer`)."""
         self._finals: list[_FinalJob] = []
         self._busy = False
         self.passes = 0
@@ -170,6 +172,7 @@ class StreamingRecognizer:
 
     def begin(self, utterance: int, frames: list[AudioFrame]) -> None:
         with self._cond:
+            self._deferred = False
             self._current = _Utterance(number=utterance, start=frames[0].t, chunks=[])
             self._stabilizer.reset()
             self._last_pass_request_end = frames[0].t
@@ -185,7 +188,7 @@ class StreamingRecognizer:
             self._append(frame)
             if voiced:
                 utt.last_voiced_end = frame.end
-                utt.guess_pass_due = utt.pause_pass_due = False
+                utt.guess_pass_due = utt.pause_pass_due = self._deferred = False
                 if frame.end - self._last_pass_request_end >= self._interval:
                     self._want_pass(frame.end)
             else:
@@ -205,6 +208,17 @@ class StreamingRecognizer:
                 utt.guess_pass_due = self._guess_hangover < self._hangover - 1e-6
                 utt.pause_pass_due = True
                 self._pass_if_due(utt)
+
+    def defer(self, deferred: bool) -> None:
+        """While deferred no partial pass starts; a final does.  The owner defers while
+        the CPU works on something a request waits for: the words model's verdict on the
+        words of a pause.  The pass over the hangover that would run meanwhile waits for
+        no request (the endpoint is ≥ 250 ms away), and on two cores the two slowed each
+        other by ~20 ms.  Voice coming back, a new utterance or a final ends it."""
+        with self._cond:
+            self._deferred = deferred
+            if not deferred:
+                self._worker.wake()
 
     def _pass_if_due(self, utt: _Utterance) -> None:
         """Ask for the pause's passes whose audio is in (``cond`` held); a pass still
@@ -234,7 +248,7 @@ class StreamingRecognizer:
                 return []
             self._current = None
             self._last = utt
-            self._pass_wanted = self._pause_pass_wanted = False
+            self._pass_wanted = self._pause_pass_wanted = self._deferred = False
             utt.finalizing = True
             until = min(utt.end, self._heard_until(utt))
             if self._reuse_final and utt.text and utt.decoded_end >= until - 1e-6:
@@ -295,8 +309,8 @@ class StreamingRecognizer:
     # --- on the worker ---------------------------------------------------------------
 
     def take_job(self) -> Job | None:
-        """A final waiting, else a pass over the newest audio (``cond`` held)."""
-        if self._busy or not (self._finals or self._pass_wanted):
+        """A final waiting, else a pass over the newest audio unless deferred (``cond`` held)."""
+        if self._busy or not (self._finals or (self._pass_wanted and not self._deferred)):
             return None
         final = self._finals.pop(0) if self._finals else None
         self._pass_wanted = self._pause_pass_wanted = False

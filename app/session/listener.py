@@ -219,6 +219,9 @@ class Listener:
         """Smart Turn is loaded: a pause's audio is scored too."""
         self._sound_voiced_end = -1.0
         """The last voiced frame's end when Smart Turn last read a pause (once a pause)."""
+        self._verdict_awaited: tuple[int, float] | None = None
+        """(turn, audio end) of the pause's words whose verdict the recogniser's next pass
+        waits for (see ``StreamingRecognizer.defer``)."""
         self._lock = threading.Lock()
         self._turn: int | None = None
         self._closed: _Closed | None = None
@@ -404,9 +407,14 @@ class Listener:
         with self._lock:
             events = self._apply(self._endpointer.partial(partial.turn, text, partial.stable,
                                                           partial.audio_end, self._audio_now))
+            current = self._endpointer.current(partial.turn, partial.audio_end)
             if self._scoring and self._signals and partial.turn == self._endpointer.turn and \
-                    self._listening.scores_partial(self._endpointer.current(partial.turn, partial.audio_end)):
+                    self._listening.scores_partial(current):
                 self._signals.submit(SignalRequest(partial.turn, text, partial.audio_end))
+                if current and self._signals.ready.is_set():
+                    # the guess waits for this verdict, the pass over the hangover for none
+                    self._verdict_awaited = (partial.turn, partial.audio_end)
+                    self._recognizer.defer(True)
         self._emit(events)
 
     def on_no_words(self, turn: int, audio_end: float) -> None:
@@ -425,6 +433,11 @@ class Listener:
         self._decide(lambda: self._endpointer.end_of_turn_scores(
             result.turn, result.text, result.audio_end, self._audio_now,
             words_logp=result.words_logp, sound_p=result.sound_p))
+        with self._lock:
+            awaited = self._verdict_awaited
+            if awaited is not None and (result.turn != awaited[0] or result.audio_end >= awaited[1] - 1e-6):
+                self._verdict_awaited = None  # that verdict (or a newer one) is in
+                self._recognizer.defer(False)
 
     def on_final(self, final: FinalEvent) -> None:
         self._emit([final])
