@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from app.core.config import Settings
-from devtools.bench.baselines import PassOnlyListening, TextRulesListening
+from devtools.bench.baselines import NoDeferListening, PassOnlyListening, TextRulesListening
 from devtools.bench.turns import MODES, TurnResult, _ratios, _summarise, canonical, mode_settings
 
 
@@ -50,6 +50,9 @@ def test_the_old_mode_names_still_parse_under_the_new_ones() -> None:
 def test_the_behaviour_before_the_guess_at_the_pause_is_a_mode_and_a_ratio() -> None:
     spec, changed = mode_settings(Settings(), "pass")
     assert isinstance(spec.listening, PassOnlyListening) and changed == Settings()
+    spec, _ = mode_settings(Settings(), "no-defer")
+    assert isinstance(spec.listening, NoDeferListening) and not spec.listening.defers_passes
+    assert MODES["product"].listening.defers_passes
     summary = {"pass": {"response_latency_median_s": 0.5}, "product": {"response_latency_median_s": 0.4}}
     assert _ratios(summary) == {"pass/product": 1.25}
 

@@ -131,6 +131,11 @@ class Listening(Protocol):
         """The final reuses the last partial's pass when it heard all the audio."""
         ...
 
+    @property
+    def defers_passes(self) -> bool:
+        """No partial pass starts while the words of a pause are scored (decision 0024)."""
+        ...
+
 
 class ProductListening:
     """The product: every partial is scored as it lands (so the newest has its verdict
@@ -151,6 +156,10 @@ class ProductListening:
 
     @property
     def reuses_final(self) -> bool:
+        return True
+
+    @property
+    def defers_passes(self) -> bool:
         return True
 
 
@@ -411,7 +420,7 @@ class Listener:
             if self._scoring and self._signals and partial.turn == self._endpointer.turn and \
                     self._listening.scores_partial(current):
                 self._signals.submit(SignalRequest(partial.turn, text, partial.audio_end))
-                if current and self._signals.ready.is_set():
+                if current and self._listening.defers_passes and self._signals.ready.is_set():
                     # the guess waits for this verdict, the pass over the hangover for none
                     self._verdict_awaited = (partial.turn, partial.audio_end)
                     self._recognizer.defer(True)

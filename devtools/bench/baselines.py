@@ -119,6 +119,16 @@ class PassOnlyListening(ProductListening):
         return SignalRequest(turn, text, now, warm_only=True)
 
 
+class NoDeferListening(ProductListening):
+    """Mode ``no-defer``: the pass over a pause's hangover starts while the words model
+    scores the words of the pause, sharing the CPU with the verdict the guess waits for
+    (the product before decision 0024)."""
+
+    @property
+    def defers_passes(self) -> bool:
+        return False
+
+
 class NoShortcutListening(ProductListening):
     """Modes ``naive`` and ``user-fixes``: no shorter wait after "?" twice in a row (the
     question wait is the silence wait), and the final decoded again after the endpoint."""

@@ -69,6 +69,7 @@ from app.session.session import Session
 from devtools.bench import candidate
 from devtools.bench.baselines import (
     FuzzyReuse,
+    NoDeferListening,
     NoShortcutListening,
     PassOnlyListening,
     TextRulesListening,
@@ -91,6 +92,7 @@ MODES: dict[str, Mode] = {
     "user-fixes": Mode(Strategy(reuse=FuzzyReuse(0.92)), NoShortcutListening()),
     "rules": Mode(listening=TextRulesListening()),
     "pass": Mode(listening=PassOnlyListening()),
+    "no-defer": Mode(listening=NoDeferListening()),
     PRODUCT: Mode(),
 }
 ALIASES = {"seed": "user-fixes", "ours": PRODUCT}
