@@ -82,7 +82,7 @@ class _SpyDecoder:
 
 
 def _run(decoder: WhisperDecoder, speaker_pauses: bool,
-         doubt: Callable[[str], bool] | None = None) -> tuple[_SpyDecoder, list[PartialEvent]]:
+         recheck: Callable[[str], bool] | None = None) -> tuple[_SpyDecoder, list[PartialEvent]]:
     """Hold the first partial pass (1.2 s of the question), then either go on talking or
     fall silent past the hangover; let the pass go and collect the partials."""
     held = _SpyDecoder(decoder, held=True)
@@ -96,7 +96,7 @@ def _run(decoder: WhisperDecoder, speaker_pauses: bool,
                 seen.append(said)  # type: ignore[arg-type]
 
     rec = StreamingRecognizer(held, AsrConfig(), SessionClock(),  # type: ignore[arg-type]
-                              RecognitionRecorder(record), doubt=doubt)
+                              RecognitionRecorder(record), recheck=recheck)
     rec.start()
     speech = read_wav(synth(QUESTION, lead_s=0.0, tail_s=0.1))
     voiced = -(-len(speech) // FRAME_SAMPLES)  # the question's frames, then 6 of silence
@@ -162,7 +162,7 @@ def test_a_reused_final_that_settles_the_language_returns_it_with_the_final(deco
 
 
 def _passes_at_pause(spy: _SpyDecoder, silent_frames: int, *, guess_hangover_s: float,
-                     talks_on: bool = False, doubt: Callable[[str], bool] | None = None,
+                     talks_on: bool = False, recheck: Callable[[str], bool] | None = None,
                      config: AsrConfig | None = None,
                      ) -> tuple[list[int], StreamingRecognizer, list[PartialEvent]]:
     """The whole question, then ``silent_frames`` unvoiced frames one by one (the listener's
@@ -177,7 +177,7 @@ def _passes_at_pause(spy: _SpyDecoder, silent_frames: int, *, guess_hangover_s: 
 
     rec = StreamingRecognizer(spy, config or AsrConfig(), SessionClock(),  # type: ignore[arg-type]
                               RecognitionRecorder(keep), hangover_s=0.09,
-                              guess_hangover_s=guess_hangover_s, periodic=False, doubt=doubt)
+                              guess_hangover_s=guess_hangover_s, periodic=False, recheck=recheck)
     speech = read_wav(synth("Why are you interested in this role?", lead_s=0.0, tail_s=0.0))
     voiced = -(-len(speech) // FRAME_SAMPLES)
     frames = frames_of([speech, np.zeros(FRAME_SAMPLES * 8, dtype=np.int16)])
@@ -236,26 +236,25 @@ def test_only_a_pass_over_a_pause_rechecks_its_words(decoder: WhisperDecoder) ->
     """Words that trail off hold the turn for seconds, so the passes that decide it (the
     guess's and the final's, over the pause) give doubtful ones a second look; a pass
     while the voice goes on never does: its last word is still being said."""
-    talking, _ = _run(decoder, speaker_pauses=False, doubt=_always)
+    talking, _ = _run(decoder, speaker_pauses=False, recheck=_always)
     assert talking.rechecked and not any(talking.rechecked)
-    pausing, _ = _run(decoder, speaker_pauses=True, doubt=_always)
+    pausing, _ = _run(decoder, speaker_pauses=True, recheck=_always)
     assert pausing.rechecked[:2] == [False, True]  # the held partial, then the pause's pass
     spy = _SpyDecoder(decoder)
-    _passes_at_pause(spy, 3, guess_hangover_s=0.03, doubt=_always)
+    _passes_at_pause(spy, 3, guess_hangover_s=0.03, recheck=_always)
     assert spy.rechecked == [True, True]
 
 
 def test_a_recheck_beam_of_one_never_rechecks(decoder: WhisperDecoder) -> None:
     spy = _SpyDecoder(decoder)
-    _passes_at_pause(spy, 3, guess_hangover_s=0.03, doubt=_always, config=AsrConfig(recheck_beam=1))
+    _passes_at_pause(spy, 3, guess_hangover_s=0.03, recheck=_always, config=AsrConfig(recheck_beam=1))
     assert spy.rechecked == [False, False]
 
 
-def test_a_deferred_recogniser_starts_its_pass_over_the_hangover_once_released(
-        decoder: WhisperDecoder) -> None:
-    """The listener defers the pass over the hangover while the words model scores the
-    words of the pause (their verdict is what the guess waits for): the pass waits, then
-    runs; a final never waits."""
+def test_a_deferred_recogniser_holds_only_the_pass_over_the_hangover(decoder: WhisperDecoder) -> None:
+    """The listener defers while the words model scores the words of a pause (their
+    verdict is what the guess waits for): the guess's pass still runs, the pass over the
+    hangover waits until released, and a final never waits."""
     spy = _SpyDecoder(decoder)
     finals: list[FinalEvent] = []
 
@@ -269,28 +268,30 @@ def test_a_deferred_recogniser_starts_its_pass_over_the_hangover_once_released(
     speech = read_wav(synth("Why are you interested in this role?", lead_s=0.0, tail_s=0.0))
     voiced = -(-len(speech) // FRAME_SAMPLES)
     frames = frames_of([speech, np.zeros(FRAME_SAMPLES * 6, dtype=np.int16)])
-    rec.start()
-    try:
-        rec.begin(1, frames[:voiced])
+
+    def pause_then_hangover(utterance: int) -> None:
+        """The guess's pass (deferred before it: it runs), then the hangover's audio."""
+        rec.begin(utterance, frames[:voiced])
+        rec.defer(True)
         rec.add(frames[voiced], voiced=False)
         rec.pause()
-        _until(rec.idle)  # the guess's pass, at the first silent frame
-        rec.defer(True)
-        for frame in frames[voiced + 1:voiced + 3]:  # the hangover's audio is in: its pass is due
+        _until(lambda: rec.idle() and len(spy.heard) == utterance * 2 - 1)
+        assert len(spy.heard) == utterance * 2 - 1  # the guess's pass was not held
+        rec.defer(True)  # as the listener does when the guess's words go to be scored
+        for frame in frames[voiced + 1:voiced + 3]:
             rec.add(frame, voiced=False)
         time.sleep(0.3)
-        assert len(spy.heard) == 1 and not rec.idle()  # due, and waiting
+        assert len(spy.heard) == utterance * 2 - 1 and not rec.idle()  # due, and waiting
+
+    rec.start()
+    try:
+        pause_then_hangover(1)
         rec.defer(False)
         _until(lambda: rec.idle() and len(spy.heard) == 2)
-        assert len(spy.heard) == 2
-        rec.add(frames[voiced + 3], voiced=False)
-        rec.defer(True)
-        assert rec.finalize(1)  # the hangover's pass is the final, at once
-        rec.begin(2, frames[:voiced])
-        rec.defer(True)  # deferred before the guess's pass is due
-        rec.add(frames[voiced], voiced=False)
-        rec.pause()
-        assert rec.finalize(2) == []  # no pass heard it all: a final pass is queued...
+        assert len(spy.heard) == 2  # released: the pass over the hangover ran
+        assert rec.finalize(1)  # and it is the final, at once
+        pause_then_hangover(2)
+        assert rec.finalize(2) == []  # no pass heard the hangover: a final pass is queued...
         _until(lambda: bool(finals))
         assert [f.turn for f in finals] == [2]  # ...and runs though the recogniser was deferred
     finally:

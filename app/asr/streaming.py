@@ -111,18 +111,18 @@ class StreamingRecognizer:
                  hooks: RecognitionHooks, *, hangover_s: float = 0.09, guess_hangover_s: float = 0.03,
                  reuse_final: bool = True, periodic: bool = True,
                  speaker: Speaker = "interviewer", worker: DecodeWorker | None = None,
-                 doubt: Callable[[str], bool] | None = None) -> None:
+                 recheck: Callable[[str], bool] | None = None) -> None:
         """``guess_hangover_s``: the silence a pause's pass for the guess waits for (not
         shorter than ``hangover_s``: no such pass, as for a speaker whose words are never
         guessed).
         ``periodic`` False decodes only at pauses (and for the final): for a speaker whose
         partials are not shown, so the shared worker stays free for the other one.
-        ``doubt``: words a pass over a pause should not trust from a greedy decode (they
+        ``recheck``: words a pass over a pause should not trust from a greedy decode (they
         would hold the turn for seconds): that pass decodes them again with the beam of
-        ``config.recheck_beam`` (:meth:`WhisperDecoder.decode`'s ``recheck``).  Passes while the voice goes on
-        never do: their last word is still being said."""
+        ``config.recheck_beam`` (see :meth:`WhisperDecoder.decode`).  Passes while the
+        voice goes on never do: their last word is still being said."""
         self._decoder = decoder
-        self._doubt = doubt
+        self._recheck = recheck
         self._cfg = config
         self._clock = clock
         self._hooks = hooks
@@ -210,11 +210,13 @@ class StreamingRecognizer:
                 self._pass_if_due(utt)
 
     def defer(self, deferred: bool) -> None:
-        """While deferred no partial pass starts; a final does.  The owner defers while
-        the CPU works on something a request waits for: the words model's verdict on the
-        words of a pause.  The pass over the hangover that would run meanwhile waits for
-        no request (the endpoint is ≥ 250 ms away), and on two cores the two slowed each
-        other by ~20 ms.  Voice coming back, a new utterance or a final ends it."""
+        """While deferred, the pass over the hangover does not start once a pass has
+        heard the pause (the guess's); every other pass does, and a final.  The owner
+        defers while the CPU works on something a request waits for: the words model's
+        verdict on the words of a pause.  The pass over the hangover waits for no request
+        (the endpoint is ≥ 250 ms away), and on two cores the two slowed each other by
+        ~20 ms; the guess's pass may be what the request waits for.  Voice coming back, a
+        new utterance or a final ends it."""
         with self._cond:
             self._deferred = deferred
             if not deferred:
@@ -310,7 +312,7 @@ class StreamingRecognizer:
 
     def take_job(self) -> Job | None:
         """A final waiting, else a pass over the newest audio unless deferred (``cond`` held)."""
-        if self._busy or not (self._finals or (self._pass_wanted and not self._deferred)):
+        if self._busy or not (self._finals or (self._pass_wanted and not self._holds_pass())):
             return None
         final = self._finals.pop(0) if self._finals else None
         self._pass_wanted = self._pause_pass_wanted = False
@@ -326,6 +328,11 @@ class StreamingRecognizer:
         self._busy = True
         return partial(self._guarded, job)
 
+    def _holds_pass(self) -> bool:
+        """Deferred, and a pass already heard this pause: the next one is the hangover's."""
+        utt = self._current
+        return self._deferred and utt is not None and utt.decoded_end > utt.last_voiced_end + 1e-6
+
     def job_done(self) -> None:
         self._busy = False
 
@@ -338,10 +345,10 @@ class StreamingRecognizer:
 
     def _decode(self, audio: Samples, wanted: Callable[[], bool] | None = None, *,
                 paused: bool) -> tuple[str, Hypothesis]:
-        """``paused``: the audio ends in the speaker's pause (see ``doubt``)."""
-        doubt = self._doubt if paused and self._cfg.recheck_beam > 1 else None
+        """``paused``: the audio ends in the speaker's pause (see ``recheck``)."""
+        recheck = self._recheck if paused and self._cfg.recheck_beam > 1 else None
         hyp: Hypothesis = self._decoder.decode(audio, language=self._language, wanted=wanted,
-                                               recheck=doubt, recheck_beam=self._cfg.recheck_beam)
+                                               recheck=recheck, recheck_beam=self._cfg.recheck_beam)
         self.passes += 1
         self.decode_seconds += hyp.seconds
         if is_hallucination(hyp, no_speech_threshold=self._cfg.no_speech_threshold,

@@ -216,7 +216,7 @@ class Listener:
             decoder, settings.asr, clock, self, hangover_s=vad.hangover_ms / 1000,
             guess_hangover_s=(vad.guess_hangover_ms if options.asks else vad.hangover_ms) / 1000,
             reuse_final=listening.reuses_final, periodic=echo is None, speaker=options.speaker, worker=worker,
-            doubt=self._endpointer.trails_off if options.asks else None)
+            recheck=self._endpointer.trails_off if options.asks else None)
         self._meter = LevelMeter(clock, speaker=options.speaker)
         scored = options.asks and listening.scores and hooks.scores_turns
         self._signals = SignalWorker(hooks.turn_signals, self._on_signals, self._on_signals_ready) \
