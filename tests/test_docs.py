@@ -135,8 +135,8 @@ def shown_commands(path: Path) -> list[Shown]:
     return found
 
 
-MODE_VARIANT = re.compile(r"(?<![\w.])(\w+(?:@[a-z_]+\.[a-z0-9_]+=[^\s,`@]+)+)")
-"""A ``bench turns`` mode with settings changed (``ours@vad.hangover_ms=30``), wherever the
+MODE_VARIANT = re.compile(r"(?<![\w.-])(\w[\w-]*(?:@[a-z_]+\.[a-z0-9_]+=[^\s,`@]+)+)")
+"""A ``bench turns`` mode with settings changed (``ours@vad.hangover_ms=30``, ``no-defer@…``), wherever the
 docs name one, also outside a whole command (``MODE@SECTION.KEY=VALUE``, in capitals, is
 the syntax, not a mode)."""
 
