@@ -272,12 +272,12 @@ def test_a_deferred_recogniser_holds_only_the_pass_over_the_hangover(decoder: Wh
     def pause_then_hangover(utterance: int) -> None:
         """The guess's pass (deferred before it: it runs), then the hangover's audio."""
         rec.begin(utterance, frames[:voiced])
-        rec.defer(True)
+        rec.defer(frames[voiced - 1].end)
         rec.add(frames[voiced], voiced=False)
         rec.pause()
         _until(lambda: rec.idle() and len(spy.heard) == utterance * 2 - 1)
         assert len(spy.heard) == utterance * 2 - 1  # the guess's pass was not held
-        rec.defer(True)  # as the listener does when the guess's words go to be scored
+        rec.defer(frames[voiced].end)  # as the listener does when the guess's words go to be scored
         for frame in frames[voiced + 1:voiced + 3]:
             rec.add(frame, voiced=False)
         time.sleep(0.3)
@@ -286,7 +286,10 @@ def test_a_deferred_recogniser_holds_only_the_pass_over_the_hangover(decoder: Wh
     rec.start()
     try:
         pause_then_hangover(1)
-        rec.defer(False)
+        rec.verdict_in(1, frames[voiced].end - 0.01)  # a verdict on older words: still waiting
+        time.sleep(0.3)
+        assert len(spy.heard) == 1
+        rec.verdict_in(1, frames[voiced].end)
         _until(lambda: rec.idle() and len(spy.heard) == 2)
         assert len(spy.heard) == 2  # released: the pass over the hangover ran
         assert rec.finalize(1)  # and it is the final, at once

@@ -143,8 +143,9 @@ class StreamingRecognizer:
         self._pause_pass_wanted = False
         """The pass wanted is one that hears the pause (see :meth:`_still_wanted`)."""
         self._last_pass_request_end = 0.0
-        self._deferred = False
-        """No partial pass starts (see :meth:`defer`)."""
+        self._awaited: float | None = None
+        """Audio end of the words whose verdict the pass over the hangover waits for (see
+        :meth:`defer`); None: it waits for nothing."""
         self._finals: list[_FinalJob] = []
         self._busy = False
         self.passes = 0
@@ -172,7 +173,7 @@ class StreamingRecognizer:
 
     def begin(self, utterance: int, frames: list[AudioFrame]) -> None:
         with self._cond:
-            self._deferred = False
+            self._awaited = None
             self._current = _Utterance(number=utterance, start=frames[0].t, chunks=[])
             self._stabilizer.reset()
             self._last_pass_request_end = frames[0].t
@@ -188,7 +189,8 @@ class StreamingRecognizer:
             self._append(frame)
             if voiced:
                 utt.last_voiced_end = frame.end
-                utt.guess_pass_due = utt.pause_pass_due = self._deferred = False
+                utt.guess_pass_due = utt.pause_pass_due = False
+                self._awaited = None
                 if frame.end - self._last_pass_request_end >= self._interval:
                     self._want_pass(frame.end)
             else:
@@ -209,8 +211,9 @@ class StreamingRecognizer:
                 utt.pause_pass_due = True
                 self._pass_if_due(utt)
 
-    def defer(self, deferred: bool) -> None:
-        """While deferred, the pass over the hangover does not start once a pass has
+    def defer(self, audio_end: float) -> None:
+        """Until the verdict on the words decoded up to ``audio_end`` is in
+        (:meth:`verdict_in`), the pass over the hangover does not start once a pass has
         heard the pause (the guess's); every other pass does, and a final.  The owner
         defers while the CPU works on something a request waits for: the words model's
         verdict on the words of a pause.  The pass over the hangover waits for no request
@@ -218,8 +221,16 @@ class StreamingRecognizer:
         ~20 ms; the guess's pass may be what the request waits for.  Voice coming back, a
         new utterance or a final ends it."""
         with self._cond:
-            self._deferred = deferred
-            if not deferred:
+            self._awaited = audio_end
+
+    def verdict_in(self, utterance: int, audio_end: float) -> None:
+        """A verdict on ``utterance``'s words up to ``audio_end`` is in: one on the awaited
+        words or newer ones, or on another utterance, ends the deferral."""
+        with self._cond:
+            awaited, utt = self._awaited, self._current
+            if awaited is not None and (utt is None or utt.number != utterance
+                                        or audio_end >= awaited - 1e-6):
+                self._awaited = None
                 self._worker.wake()
 
     def _pass_if_due(self, utt: _Utterance) -> None:
@@ -250,7 +261,8 @@ class StreamingRecognizer:
                 return []
             self._current = None
             self._last = utt
-            self._pass_wanted = self._pause_pass_wanted = self._deferred = False
+            self._pass_wanted = self._pause_pass_wanted = False
+            self._awaited = None
             utt.finalizing = True
             until = min(utt.end, self._heard_until(utt))
             if self._reuse_final and utt.text and utt.decoded_end >= until - 1e-6:
@@ -331,7 +343,7 @@ class StreamingRecognizer:
     def _holds_pass(self) -> bool:
         """Deferred, and a pass already heard this pause: the next one is the hangover's."""
         utt = self._current
-        return self._deferred and utt is not None and utt.decoded_end > utt.last_voiced_end + 1e-6
+        return self._awaited is not None and utt is not None and utt.decoded_end > utt.last_voiced_end + 1e-6
 
     def job_done(self) -> None:
         self._busy = False

@@ -133,7 +133,8 @@ class Listening(Protocol):
 
     @property
     def defers_passes(self) -> bool:
-        """No partial pass starts while the words of a pause are scored (decision 0024)."""
+        """The pass over a pause's hangover waits while the words of the pause are scored
+        (decision 0024)."""
         ...
 
 
@@ -228,9 +229,6 @@ class Listener:
         """Smart Turn is loaded: a pause's audio is scored too."""
         self._sound_voiced_end = -1.0
         """The last voiced frame's end when Smart Turn last read a pause (once a pause)."""
-        self._verdict_awaited: tuple[int, float] | None = None
-        """(turn, audio end) of the pause's words whose verdict the recogniser's next pass
-        waits for (see ``StreamingRecognizer.defer``)."""
         self._lock = threading.Lock()
         self._turn: int | None = None
         self._closed: _Closed | None = None
@@ -422,8 +420,7 @@ class Listener:
                 self._signals.submit(SignalRequest(partial.turn, text, partial.audio_end))
                 if current and self._listening.defers_passes and self._signals.ready.is_set():
                     # the guess waits for this verdict, the pass over the hangover for none
-                    self._verdict_awaited = (partial.turn, partial.audio_end)
-                    self._recognizer.defer(True)
+                    self._recognizer.defer(partial.audio_end)
         self._emit(events)
 
     def on_no_words(self, turn: int, audio_end: float) -> None:
@@ -442,11 +439,7 @@ class Listener:
         self._decide(lambda: self._endpointer.end_of_turn_scores(
             result.turn, result.text, result.audio_end, self._audio_now,
             words_logp=result.words_logp, sound_p=result.sound_p))
-        with self._lock:
-            awaited = self._verdict_awaited
-            if awaited is not None and (result.turn != awaited[0] or result.audio_end >= awaited[1] - 1e-6):
-                self._verdict_awaited = None  # that verdict (or a newer one) is in
-                self._recognizer.defer(False)
+        self._recognizer.verdict_in(result.turn, result.audio_end)
 
     def on_final(self, final: FinalEvent) -> None:
         self._emit([final])
