@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from app.core.config import Settings
+from app.core.config import Settings, TurnConfig
+from app.turns.signals import TurnSignals
 from devtools.bench.baselines import NoDeferListening, PassOnlyListening, TextRulesListening
 from devtools.bench.turns import MODES, TurnResult, _ratios, _summarise, canonical, mode_settings
 
@@ -55,6 +56,20 @@ def test_the_behaviour_before_the_guess_at_the_pause_is_a_mode_and_a_ratio() -> 
     assert MODES["product"].listening.defers_passes
     summary = {"pass": {"response_latency_median_s": 0.5}, "product": {"response_latency_median_s": 0.4}}
     assert _ratios(summary) == {"pass/product": 1.25}
+
+
+def test_the_words_model_before_its_system_message_is_a_mode() -> None:
+    """``no-system`` scores the words after a bare user opening (decision 0025); the
+    product scores with the session's signals as loaded."""
+    loaded = TurnSignals.load(TurnConfig(), "en")
+    assert MODES["product"].listening.signals(loaded) is loaded
+    spec, _ = mode_settings(Settings(), "no-system")
+    before = spec.listening.signals(loaded)
+    assert before.words is not None and loaded.words is not None
+    text = "Where do you see yourself in five years?"
+    assert abs(before.words.log_p_end(text) - loaded.words.log_p_end(text)) > 0.5
+    rules = TurnSignals(None, None, "text rules decide")
+    assert spec.listening.signals(rules) is rules
 
 
 def test_flicker_is_the_share_of_questions_whose_answer_was_withdrawn_and_for_how_long() -> None:

@@ -19,12 +19,13 @@ from app.audio.frames import SAMPLE_RATE
 from app.core.clock import SessionClock
 from app.core.config import Settings, TurnConfig
 from app.core.events import EventBus, VadEvent
+from app.platform.bundled import find_bundled_model
 from app.session.listener import Listener
 from app.turns.endpointer import Endpointer
 from app.turns.policy import Evidence, TextCues, decide
 from app.turns.signals import SignalRequest, SignalResult, SignalWorker, TurnSignals
 from app.turns.sound import EXTRA, TAIL_S, WINDOW_S, find_model, last_window, log_mel
-from app.turns.words import WordsScorer, prepare
+from app.turns.words import PROMPT, WordsScorer, prepare
 from tests.hooks import StandaloneHooks
 from tests.speech import read_wav, speech_bounds, synth
 
@@ -57,6 +58,20 @@ def words() -> WordsScorer:
 def test_prepare_drops_case_and_final_punctuation_only() -> None:
     assert prepare("  Why, Exactly?! ") == "why, exactly"
     assert prepare("你为什么想加入我们公司？") == "你为什么想加入我们公司"
+
+
+def test_the_transcript_follows_what_the_models_own_chat_template_writes_before_it() -> None:
+    """A conversation with no system message of its own gets the template's default one:
+    that is what the model saw in training, and what it is asked about."""
+    import jinja2
+    from llama_cpp import Llama
+
+    path = find_bundled_model()
+    assert path is not None
+    vocab = Llama(model_path=str(path), vocab_only=True, verbose=False)
+    template = jinja2.Environment().from_string(vocab.metadata["tokenizer.chat_template"])
+    rendered = template.render(messages=[{"role": "user", "content": "why"}], add_generation_prompt=False)
+    assert rendered.startswith(PROMPT + "why<|im_end|>"), rendered
 
 
 def test_finished_questions_score_higher_than_the_same_questions_cut(words: WordsScorer) -> None:

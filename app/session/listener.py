@@ -137,6 +137,11 @@ class Listening(Protocol):
         (decision 0024)."""
         ...
 
+    def signals(self, loaded: TurnSignals) -> TurnSignals:
+        """The end-of-turn signals to score with, given the session's (on the signals'
+        thread, once)."""
+        ...
+
 
 class ProductListening:
     """The product: every partial is scored as it lands (so the newest has its verdict
@@ -162,6 +167,9 @@ class ProductListening:
     @property
     def defers_passes(self) -> bool:
         return True
+
+    def signals(self, loaded: TurnSignals) -> TurnSignals:
+        return loaded
 
 
 @dataclass(frozen=True, slots=True)
@@ -220,8 +228,8 @@ class Listener:
             recheck=self._endpointer.trails_off if options.asks else None)
         self._meter = LevelMeter(clock, speaker=options.speaker)
         scored = options.asks and listening.scores and hooks.scores_turns
-        self._signals = SignalWorker(hooks.turn_signals, self._on_signals, self._on_signals_ready) \
-            if scored else None
+        self._signals = SignalWorker(lambda: listening.signals(hooks.turn_signals()), self._on_signals,
+                                     self._on_signals_ready) if scored else None
         self._scoring = self._signals is not None
         """Partials go to the end-of-turn models (off once the language is one they do not know)."""
         self._words_languages = set(turns.words_languages)

@@ -26,7 +26,8 @@ from app.llm.chat import Message, StreamItem
 from app.session.listener import ProductListening
 from app.turns.endpointer import Decision, Endpoint, Endpointer, OpenTurn, SignalsPolicy, Speculate
 from app.turns.policy import Evidence, Wait, decide
-from app.turns.signals import SignalRequest
+from app.turns.signals import SignalRequest, TurnSignals
+from app.turns.words import WordsScorer
 
 MIN_QUESTION_CHARS = 30
 """The text rules guessed a "?" question early from this length (``[turns]
@@ -127,6 +128,16 @@ class NoDeferListening(ProductListening):
     @property
     def defers_passes(self) -> bool:
         return False
+
+
+class NoSystemListening(ProductListening):
+    """Mode ``no-system``: the words model scores without the system message its chat
+    template writes (the product before decision 0025)."""
+
+    def signals(self, loaded: TurnSignals) -> TurnSignals:
+        if loaded.words is None:
+            return loaded
+        return TurnSignals(WordsScorer(prompt="<|im_start|>user\n"), loaded.sound, loaded.status)
 
 
 class NoShortcutListening(ProductListening):

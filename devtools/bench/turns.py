@@ -71,6 +71,7 @@ from devtools.bench.baselines import (
     FuzzyReuse,
     NoDeferListening,
     NoShortcutListening,
+    NoSystemListening,
     PassOnlyListening,
     TextRulesListening,
     fresh_client_per_request,
@@ -93,6 +94,7 @@ MODES: dict[str, Mode] = {
     "rules": Mode(listening=TextRulesListening()),
     "pass": Mode(listening=PassOnlyListening()),
     "no-defer": Mode(listening=NoDeferListening()),
+    "no-system": Mode(listening=NoSystemListening()),
     PRODUCT: Mode(),
 }
 ALIASES = {"seed": "user-fixes", "ours": PRODUCT}
