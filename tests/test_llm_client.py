@@ -16,6 +16,7 @@ import pytest
 from app.llm.client import Delta, Done, LlmClient, StreamItem, estimate_usage
 from app.llm.errors import LlmError
 from app.platform.redact import redact
+from devtools.bench.baselines import spares_held_while_connecting
 from devtools.fake_server import FakeServer, Fault, Profile, answer_tokens
 from tests.patience import NEVER_S
 
@@ -310,6 +311,69 @@ async def test_cancel_closes_the_stream_and_rewarms(slow_server: FakeServer) -> 
         _, done = await collect(client, "Next one?")
         assert done.timing.connect is None
         assert server.connections_accepted == accepted
+    finally:
+        await client.aclose()
+
+
+def idle_connections(client: LlmClient) -> int:
+    """Connections in the client's pool that a request sent now would take."""
+    pool = client._sdk._client._transport._pool  # type: ignore[attr-defined]
+    return sum(1 for conn in pool.connections if conn.is_idle())
+
+
+@pytest.mark.parametrize("mode", ["product", "held-spares"])
+async def test_a_rewarm_leaves_the_spares_free_while_it_connects(slow_server: FakeServer, mode: str) -> None:
+    """A re-warm opens the connection a cancel closed; the spares it must keep busy so that
+    its requests land on new connections are free again once each request has one, not
+    once the new ones have connected: a guess cancelled twice within one connection
+    set-up (~230 ms to a provider) otherwise went out cold.  The benchmark's baseline
+    (``held-spares``) is the warm-up before, and holds them."""
+    server = slow_server
+
+    def build() -> LlmClient:
+        return LlmClient(server.base_url, KEY, MODEL, spare_connections=2, cancel_grace_s=0.0,
+                         connect_timeout=3 * NEVER_S, rewarm_idle_s=None)
+
+    client = build() if mode == "product" else spares_held_while_connecting(build)()
+    assert isinstance(client, LlmClient)
+    try:
+        await client.start()
+        spares = {r.connection_id for r in server.requests()}
+        server.set_profile(connect_delay=2 * NEVER_S)  # the re-warm's new connection never comes up
+        await cancel_after_first_token(client)
+        assert await wait_until(lambda: server.connections_accepted == 4)  # the re-warm is under way
+        if mode == "held-spares":
+            await asyncio.sleep(0.5)
+            assert idle_connections(client) == 0
+            return
+        assert await wait_until(lambda: idle_connections(client) == 2)
+        server.set_profile(tokens_per_s=0.0, answer_tokens=20)
+        _, done = await collect(client, "The guess after the correction?")
+        assert done.timing.connect is None
+        assert server.chat_requests()[-1].connection_id in spares
+    finally:
+        await client.aclose()
+
+
+async def test_a_pause_sends_its_requests_on_warm_connections(slow_server: FakeServer) -> None:
+    """Within one connection set-up a pause can send three requests after the guess still
+    streaming from before it: the guess of its first silent frame, the hangover pass's
+    correction and the final.  Each cancels the one before (closing its connection), and
+    the re-warm's connection is not up yet: the default pool holds all four warm."""
+    server = slow_server
+    client = LlmClient(server.base_url, KEY, MODEL, connect_timeout=3 * NEVER_S, rewarm_idle_s=None)
+    try:
+        await client.start()
+        warm = {r.connection_id for r in server.requests()}
+        server.set_profile(connect_delay=2 * NEVER_S)  # no new connection comes up in time
+        for guess in range(3):
+            await cancel_after_first_token(client)
+            # the re-warm's requests have a connection each and freed the idle ones
+            assert await wait_until(lambda g=guess: idle_connections(client) == len(warm) - 1 - g)
+        server.set_profile(tokens_per_s=0.0, answer_tokens=20)
+        _, done = await asyncio.wait_for(collect(client, "The final question?"), NEVER_S)
+        assert done.timing.connect is None
+        assert server.chat_requests()[-1].connection_id in warm
     finally:
         await client.aclose()
 

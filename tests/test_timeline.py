@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
@@ -161,6 +162,10 @@ def test_bench_scores_the_answer_left_on_screen() -> None:
     assert result.request_to_first_token == pytest.approx(0.34)
     assert result.first_token_to_shown == pytest.approx(0.01)
     assert (result.requests, result.hits, result.misses) == (2, 1, 0)
+    assert not result.cold  # its request found a warm connection
+    opened = [dataclasses.replace(e, connect=0.23) if isinstance(e, FirstTokenEvent) and e.request == 2 else e
+              for e in continued_question()[:21]]
+    assert _score(opened, clip, "ours").cold
 
 
 def test_nearest_rank_percentiles() -> None:

@@ -45,10 +45,11 @@ __all__ = ["ChatRequest", "Delta", "Done", "LlmClient", "Message", "RequestTimin
            "estimate_usage"]
 
 
-SPARE_CONNECTIONS = 2
-"""Warm connections kept beside the one in use: a new guess cancels the one before and
-closes its connection, and a turn's guess, its correction and its final can leave within
-one re-warm's connection set-up (decision 0022)."""
+SPARE_CONNECTIONS = 3
+"""Warm connections kept beside the one in use.  A new guess cancels the one before and
+closes its connection, and within one re-warm's connection set-up a pause can send three
+requests after the guess still streaming from before it: the guess of its first silent
+frame, the hangover pass's correction and the final (decisions 0022, 0026)."""
 
 
 class LlmClient:

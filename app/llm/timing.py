@@ -50,6 +50,9 @@ class Recorder:
         self.attempts = 0
         self.entered = True
         self.on_entered: Callable[[], None] | None = None
+        self.on_connection: Callable[[], None] | None = None
+        """Called once, at the first step httpcore2 traces: the pool has given the request
+        its connection by then (a new one starts connecting, a pooled one sends headers)."""
         self._reset()
 
     def _reset(self) -> None:
@@ -77,6 +80,9 @@ class Recorder:
 
     async def trace(self, name: str, info: dict[str, Any]) -> None:
         now = time.perf_counter()
+        if self.on_connection is not None:
+            connected, self.on_connection = self.on_connection, None
+            connected()
         # Names are "<logger>.<step>.<started|complete|failed>", e.g.
         # connection.connect_tcp.started, http11.receive_response_headers.complete,
         # http2.receive_response_headers.complete.

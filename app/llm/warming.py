@@ -27,6 +27,7 @@ import httpx2
 import openai
 
 from app.llm.errors import LlmError
+from app.llm.timing import Recorder, traced
 from app.llm.wording import Wording
 
 log = logging.getLogger(__name__)
@@ -105,10 +106,12 @@ class Warmer:
     async def warm(self, *, validate: bool) -> None:
         """``GET /models`` on ``target`` connections at once.
 
-        Each response is held open until all have their headers: an HTTP/1.1 connection
-        with an unfinished response cannot be shared, so the requests are guaranteed to
-        land on different connections (idle ones get their keep-alive clock reset,
-        missing ones are opened) even when one finishes before the next is sent.
+        Each response is held open until every request holds a connection: an HTTP/1.1
+        connection with an unfinished response cannot be shared, so the requests are
+        guaranteed to land on different connections (idle ones get their keep-alive clock
+        reset, missing ones are opened) even when one finishes before the next is sent.
+        Not until the new ones have connected: the idle ones would be held for a whole
+        connection set-up, and a chat request sent meanwhile would open a cold one.
         """
         gate = _Gate(self._target)
         try:
@@ -138,17 +141,18 @@ class Warmer:
 
     async def _warm_one(self, gate: _Gate) -> list[str]:
         timeout = httpx2.Timeout(self._connect_timeout)
-        arrived = False
+        rec = Recorder()
+        rec.on_connection = gate.arrive
         try:
-            async with self._sdk.models.with_streaming_response.list(timeout=timeout) as resp:
-                gate.arrive()
-                arrived = True
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(gate.wait(), self._connect_timeout)
-                page = await resp.parse()
-                return [m.id for m in page.data]
+            with traced(rec):
+                async with self._sdk.models.with_streaming_response.list(timeout=timeout) as resp:
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(gate.wait(), self._connect_timeout)
+                    page = await resp.parse()
+                    return [m.id for m in page.data]
         finally:
-            if not arrived:  # a failed warm-up must not keep the others waiting
+            if rec.on_connection is not None:  # one that never got a connection must not
+                rec.on_connection = None       # keep the others waiting
                 gate.arrive()
 
     async def ensure_warm(self) -> None:

@@ -13,7 +13,9 @@ seam the product defines for it, so its numbers come from the same pipeline:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
+import functools
 from collections.abc import AsyncGenerator, Mapping, Sequence
 from typing import Any
 
@@ -23,6 +25,8 @@ from app.core.config import TurnConfig
 from app.core.events import EndpointReason, SpeculateReason
 from app.core.text import Tags, question_key
 from app.llm.chat import Message, StreamItem
+from app.llm.client import LlmClient
+from app.llm.warming import Warmer
 from app.session.listener import ProductListening
 from app.turns.endpointer import Decision, Endpoint, Endpointer, OpenTurn, SignalsPolicy, Speculate
 from app.turns.policy import Evidence, Wait, decide
@@ -167,6 +171,40 @@ class FuzzyReuse:
     def __call__(self, sent: str, final: str, *, fillers: frozenset[str], tags: Tags) -> Verdict:
         score = similarity(question_key(sent, fillers, tags), question_key(final, fillers, tags))
         return Verdict(score >= self.threshold, score)
+
+
+def spares_held_while_connecting(factory: ClientFactory) -> ClientFactory:
+    """Mode ``held-spares``: the warm pool before decision 0026.  Two spare connections,
+    not three, and a warm-up that held every response until all had their headers, so a
+    re-warm after a cancel kept the spares busy for a whole connection set-up: a guess
+    cancelled twice within it went out on a cold connection."""
+
+    def build() -> AnswerClient:
+        client = factory()
+        warmer: Warmer | None = client._warmer if isinstance(client, LlmClient) else None
+        if warmer is not None and warmer._target > 1:  # HTTP/2 keeps one
+            warmer._target = 1 + 2
+            warmer._warm_one = functools.partial(_warm_one_until_headers, warmer)  # type: ignore[method-assign]
+        return client
+
+    return build
+
+
+async def _warm_one_until_headers(warmer: Warmer, gate: Any) -> list[str]:
+    """``Warmer._warm_one`` as it was: the gate opened when every response had its headers."""
+    timeout = warmer._connect_timeout
+    arrived = False
+    try:
+        async with warmer._sdk.models.with_streaming_response.list(timeout=timeout) as resp:
+            gate.arrive()
+            arrived = True
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(gate.wait(), timeout)
+            page = await resp.parse()
+            return [m.id for m in page.data]
+    finally:
+        if not arrived:
+            gate.arrive()
 
 
 def fresh_client_per_request(factory: ClientFactory) -> ClientFactory:

@@ -75,6 +75,7 @@ from devtools.bench.baselines import (
     PassOnlyListening,
     TextRulesListening,
     fresh_client_per_request,
+    spares_held_while_connecting,
 )
 from devtools.bench.corpus import Clip, load_corpus, ms
 
@@ -95,6 +96,7 @@ MODES: dict[str, Mode] = {
     "pass": Mode(listening=PassOnlyListening()),
     "no-defer": Mode(listening=NoDeferListening()),
     "no-system": Mode(listening=NoSystemListening()),
+    "held-spares": Mode(Strategy(clients=spares_held_while_connecting)),
     PRODUCT: Mode(),
 }
 ALIASES = {"seed": "user-fixes", "ours": PRODUCT}
@@ -143,6 +145,8 @@ class TurnResult:
     request_to_first_token: float | None = None
     first_token_to_shown: float | None = None
     """first token arrived → shown (held until the turn was confirmed)"""
+    cold: bool = False
+    """The answer's request paid a connection set-up: no warm connection was free."""
     # both sides of the call (--candidate)
     guesses: list[str] = field(default_factory=list)
     """The interviewer's guesses, in order (what each speculative request was sent for)."""
@@ -376,6 +380,7 @@ def _breakdown(result: TurnResult, turn: TurnStages, clip: Clip) -> None:
     result.speech_to_request = request.t - clip.speech_end_s
     if request.first_token is not None:
         result.request_to_first_token = request.first_token.t - request.t
+        result.cold = request.first_token.connect is not None
         if request.shown is not None:
             result.first_token_to_shown = request.shown - request.first_token.t
 
@@ -397,6 +402,7 @@ def _summarise(results: list[TurnResult]) -> dict[str, Any]:
                                               if r.speech_to_request is not None]),
         "speculation_hit_rate": round(sum(r.hits for r in results) / decided, 3) if decided else None,
         "requests_per_turn": round(sum(r.requests for r in results) / len(results), 3) if results else None,
+        "cold_answers": sum(r.cold for r in results),
         "wasted_tokens": sum(r.wasted_tokens for r in results),
         "tokens": sum(r.tokens for r in results),
         "stale_answers_left": sum(r.stale for r in results),
@@ -428,11 +434,11 @@ def _print(results: dict[str, list[TurnResult]], summary: dict[str, Any]) -> Non
               f"{s['stale_answers_left']!s:>5} {s['withdrawn_answers']!s:>9} "
               f"{ms(s['withdraw_delay_median_s']):>7} {ms(s['withdraw_delay_p95_s']):>7} "
               f"{s['flicker_rate']!s:>7} {ms(s['flicker_shown_median_s']):>6}")
-    print(f"\n{'mode':<{w}} {'→request':>8} {'cadence':>8} {'ASR pass':>8} {'you lines':>9} {'you lag':>8} "
-          f"{'answered':>8} {'echo':>5}")
+    print(f"\n{'mode':<{w}} {'→request':>8} {'cold':>5} {'cadence':>8} {'ASR pass':>8} {'you lines':>9} "
+          f"{'you lag':>8} {'answered':>8} {'echo':>5}")
     for mode in results:
         s = summary[mode]
-        print(f"{mode:<{w}} {ms(s['speech_to_request_median_s']):>8} "
+        print(f"{mode:<{w}} {ms(s['speech_to_request_median_s']):>8} {s['cold_answers']!s:>5} "
               f"{ms(s['partial_cadence_median_s']):>8} {ms(s['asr_pass_mean_s']):>8} "
               f"{s['candidate_lines']!s:>9} "
               f"{ms(s['candidate_lag_median_s']):>8} {s['candidate_answered']!s:>8} {s['echo_lines']!s:>5}")
