@@ -228,6 +228,40 @@ def test_a_guess_hangover_as_long_as_the_hangover_is_one_pass(decoder: WhisperDe
     assert silent_heard == [3]
 
 
+@pytest.mark.parametrize("moot_passes", [False, True], ids=["product", "moot-pass"])
+def test_a_pass_that_heard_all_the_voice_leaves_the_guess_no_pass_of_its_own(
+        decoder: WhisperDecoder, moot_passes: bool) -> None:
+    """A partial pass that started after the last voiced frame and was still decoding when
+    the voice stopped has heard every word: the guess's pass would only add one silent
+    frame, beside the words model scoring that partial.  The pass over the hangover (the
+    final's) still runs.  The benchmark's ``moot-pass`` baseline runs all three."""
+    held = _SpyDecoder(decoder, held=True)
+    rec = StreamingRecognizer(held, AsrConfig(), SessionClock(),  # type: ignore[arg-type]
+                              RecognitionRecorder(lambda said: None), hangover_s=0.09,
+                              guess_hangover_s=0.03, moot_passes=moot_passes)
+    speech = read_wav(synth("Why are you interested in this role?", lead_s=0.0, tail_s=0.0))
+    voiced = -(-len(speech) // FRAME_SAMPLES)
+    frames = frames_of([speech, np.zeros(FRAME_SAMPLES * 8, dtype=np.int16)])
+    rec.start()
+    try:
+        rec.begin(1, frames[:voiced - 1])
+        rec.add(frames[voiced - 1], voiced=True)  # a periodic pass, taken over all the voice
+        assert held.entered.wait(NEVER_S)
+        rec.add(frames[voiced], voiced=False)
+        rec.pause()  # the guess's pass is due while that pass still decodes
+        held.release.set()
+        silent = [0, 1] if moot_passes else [0]
+        _until(lambda: rec.idle() and len(held.heard) == len(silent))
+        for frame in frames[voiced + 1:voiced + 3]:  # the hangover's audio
+            rec.add(frame, voiced=False)
+        _until(lambda: rec.idle() and len(held.heard) == len(silent) + 1)
+    finally:
+        held.release.set()
+        rec.stop()
+    assert [n // FRAME_SAMPLES - voiced for n in held.heard] == [*silent, 3]
+    assert rec.finalize(1)  # the hangover's pass is the final, reused
+
+
 def _always(text: str) -> bool:
     return True
 

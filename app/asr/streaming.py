@@ -111,7 +111,7 @@ class StreamingRecognizer:
                  hooks: RecognitionHooks, *, hangover_s: float = 0.09, guess_hangover_s: float = 0.03,
                  reuse_final: bool = True, periodic: bool = True,
                  speaker: Speaker = "interviewer", worker: DecodeWorker | None = None,
-                 recheck: Callable[[str], bool] | None = None) -> None:
+                 recheck: Callable[[str], bool] | None = None, moot_passes: bool = False) -> None:
         """``guess_hangover_s``: the silence a pause's pass for the guess waits for (not
         shorter than ``hangover_s``: no such pass, as for a speaker whose words are never
         guessed).
@@ -120,7 +120,9 @@ class StreamingRecognizer:
         ``recheck``: words a pass over a pause should not trust from a greedy decode (they
         would hold the turn for seconds): that pass decodes them again with the beam of
         ``config.recheck_beam`` (see :meth:`WhisperDecoder.decode`).  Passes while the
-        voice goes on never do: their last word is still being said."""
+        voice goes on never do: their last word is still being said.
+        ``moot_passes``: also run a pass that would add only silence to one that heard all
+        the voice (a benchmark's baseline; see :meth:`_adds_only_silence`)."""
         self._decoder = decoder
         self._recheck = recheck
         self._cfg = config
@@ -130,6 +132,7 @@ class StreamingRecognizer:
         self._hangover = hangover_s
         self._guess_hangover = guess_hangover_s
         self._reuse_final = reuse_final
+        self._moot_passes = moot_passes
         self._speaker: Speaker = speaker
         self.priority = 0 if speaker == "interviewer" else 1
         self._interval = config.partial_interval_ms / 1000 if periodic else float("inf")
@@ -323,8 +326,13 @@ class StreamingRecognizer:
     # --- on the worker ---------------------------------------------------------------
 
     def take_job(self) -> Job | None:
-        """A final waiting, else a pass over the newest audio unless deferred (``cond`` held)."""
-        if self._busy or not (self._finals or (self._pass_wanted and not self._holds_pass())):
+        """A final waiting, else a pass over the newest audio unless deferred or moot
+        (``cond`` held)."""
+        if self._busy:
+            return None
+        if self._pass_wanted and not self._moot_passes and self._adds_only_silence():
+            self._pass_wanted = self._pause_pass_wanted = False
+        if not (self._finals or (self._pass_wanted and not self._holds_pass())):
             return None
         final = self._finals.pop(0) if self._finals else None
         self._pass_wanted = self._pause_pass_wanted = False
@@ -339,6 +347,16 @@ class StreamingRecognizer:
             return None
         self._busy = True
         return partial(self._guarded, job)
+
+    def _adds_only_silence(self) -> bool:
+        """Did the newest pass hear every voiced frame, and is the hangover not in yet?  A
+        pass now would hear the same words and less silence than the final's: the guess's
+        pass is moot when a partial pass taken just before the voice stopped heard it all,
+        and it would only slow down the words model scoring that partial (on two cores
+        each makes the other ~20 ms slower), which is what the guess now waits for."""
+        utt = self._current
+        return (utt is not None and utt.voice_heard_by(utt.decoded_end)
+                and utt.end < self._heard_until(utt) - 1e-6)
 
     def _holds_pass(self) -> bool:
         """Deferred, and a pass already heard this pause: the next one is the hangover's."""

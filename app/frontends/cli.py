@@ -488,6 +488,7 @@ def _parser() -> argparse.ArgumentParser:
                                 "text-rules endpointer), pass (no guess before the pause pass), "
                                 "no-defer (the final's pass beside the words model's verdict), "
                                 "no-system (the words model without its template's system message), "
+                                "moot-pass (the guess's pass after one that heard all the voice), "
                                 "held-spares (two spare connections, held while a re-warm connects), "
                                 "product (the defaults; was ours); MODE@SECTION.KEY=VALUE changes "
                                 "a setting (product@vad.hangover_ms=30)")

@@ -137,6 +137,12 @@ class Listening(Protocol):
         (decision 0024)."""
         ...
 
+    @property
+    def decodes_moot_passes(self) -> bool:
+        """A pass that would add only silence to one that heard all the voice still runs
+        (the guess's pass beside the verdict on that one's words; decision 0027)."""
+        ...
+
     def signals(self, loaded: TurnSignals) -> TurnSignals:
         """The end-of-turn signals to score with, given the session's (on the signals'
         thread, once)."""
@@ -167,6 +173,10 @@ class ProductListening:
     @property
     def defers_passes(self) -> bool:
         return True
+
+    @property
+    def decodes_moot_passes(self) -> bool:
+        return False
 
     def signals(self, loaded: TurnSignals) -> TurnSignals:
         return loaded
@@ -225,7 +235,8 @@ class Listener:
             decoder, settings.asr, clock, self, hangover_s=vad.hangover_ms / 1000,
             guess_hangover_s=(vad.guess_hangover_ms if options.asks else vad.hangover_ms) / 1000,
             reuse_final=listening.reuses_final, periodic=echo is None, speaker=options.speaker, worker=worker,
-            recheck=self._endpointer.trails_off if options.asks else None)
+            recheck=self._endpointer.trails_off if options.asks else None,
+            moot_passes=listening.decodes_moot_passes)
         self._meter = LevelMeter(clock, speaker=options.speaker)
         scored = options.asks and listening.scores and hooks.scores_turns
         self._signals = SignalWorker(lambda: listening.signals(hooks.turn_signals()), self._on_signals,

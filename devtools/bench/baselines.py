@@ -134,6 +134,16 @@ class NoDeferListening(ProductListening):
         return False
 
 
+class MootPassListening(ProductListening):
+    """Mode ``moot-pass``: the guess's pass runs even when a partial pass taken just before
+    the voice stopped heard all of it, beside the words model scoring that partial (the
+    product before decision 0027)."""
+
+    @property
+    def decodes_moot_passes(self) -> bool:
+        return True
+
+
 class NoSystemListening(ProductListening):
     """Mode ``no-system``: the words model scores without the system message its chat
     template writes (the product before decision 0025)."""

@@ -69,6 +69,7 @@ from app.session.session import Session
 from devtools.bench import candidate
 from devtools.bench.baselines import (
     FuzzyReuse,
+    MootPassListening,
     NoDeferListening,
     NoShortcutListening,
     NoSystemListening,
@@ -96,6 +97,7 @@ MODES: dict[str, Mode] = {
     "pass": Mode(listening=PassOnlyListening()),
     "no-defer": Mode(listening=NoDeferListening()),
     "no-system": Mode(listening=NoSystemListening()),
+    "moot-pass": Mode(listening=MootPassListening()),
     "held-spares": Mode(Strategy(clients=spares_held_while_connecting)),
     PRODUCT: Mode(),
 }
