@@ -16,7 +16,10 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 from app.asr.decoder import WhisperDecoder
 from app.asr.model import load_model
 from app.core.events import Event, TokenEvent
+from app.platform.cores import limit_numpy_threads
 from tests.speech import have_espeak
+
+limit_numpy_threads()  # as the app does at start-up: no idle BLAS worker spinning beside each pass
 
 E = TypeVar("E", bound=Event)
 

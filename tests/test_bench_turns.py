@@ -54,6 +54,7 @@ def test_the_behaviour_before_the_guess_at_the_pause_is_a_mode_and_a_ratio() -> 
     spec, _ = mode_settings(Settings(), "no-defer")
     assert isinstance(spec.listening, NoDeferListening) and not spec.listening.defers_passes
     assert MODES["product"].listening.defers_passes
+    assert MODES["product"].numpy_threads is None and (MODES["blas-threads"].numpy_threads or 0) >= 1
     summary = {"pass": {"response_latency_median_s": 0.5}, "product": {"response_latency_median_s": 0.4}}
     assert _ratios(summary) == {"pass/product": 1.25}
 

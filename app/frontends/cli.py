@@ -66,9 +66,11 @@ def main(argv: list[str] | None = None) -> int:
         return run_doctor(argv[1:])
     args = _parser().parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    from app.platform.cores import limit_numpy_threads
     from app.platform.redact import install_redaction
 
     install_redaction()
+    limit_numpy_threads()
     if getattr(args, "list_devices", False):
         from app.audio import format_device_list
 
@@ -490,6 +492,7 @@ def _parser() -> argparse.ArgumentParser:
                                 "no-system (the words model without its template's system message), "
                                 "moot-pass (the guess's pass after one that heard all the voice), "
                                 "held-spares (two spare connections, held while a re-warm connects), "
+                                "blas-threads (numpy's BLAS on every core, as before decision 0028), "
                                 "product (the defaults; was ours); MODE@SECTION.KEY=VALUE changes "
                                 "a setting (product@vad.hangover_ms=30)")
             b.add_argument("--candidate-track", default="off", metavar="off,reply,echo,overlap",

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import os
 
+from threadpoolctl import threadpool_limits
+
 MAX_THREADS = 4
 """CTranslate2's own default for a pass; more threads were not measured (this machine has 2)."""
 
@@ -47,3 +49,18 @@ def server_threads(available: int | None = None) -> int:
     leave, at least one, at most 4."""
     n = available if available is not None else cores()
     return max(1, min(MAX_THREADS, n - pass_threads(n) - WORDS_THREADS))
+
+
+def limit_numpy_threads() -> None:
+    """numpy's BLAS on one thread, for the whole process (once, at start-up).
+
+    Its work here is small (Whisper's mel filterbank in each pass, a few resampler and
+    feature products), and OpenBLAS's idle worker spins for ~55 ms after each call before
+    it sleeps: on two cores it took the second one through every recognition pass and the
+    verdict and request that follow it, for no faster pass (decision 0028).  Where numpy
+    uses a library threadpoolctl does not know (Accelerate on recent macOS), nothing
+    changes.
+    """
+    import numpy  # noqa: F401  (loads the BLAS library that threadpoolctl then finds)
+
+    threadpool_limits(limits=1, user_api="blas")

@@ -44,6 +44,7 @@ how long it had been on screen.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import itertools
 import json
 import os
@@ -55,6 +56,7 @@ from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
+from threadpoolctl import threadpool_limits
 
 from app.answer.engine import Strategy
 from app.asr.decoder import WhisperDecoder, load_decoder
@@ -64,6 +66,7 @@ from app.core.text import question_key, tags_of, words
 from app.llm.endpoint import LOCAL_MODEL, NO_KEY, LlmEndpoint
 from app.observing.percentile import median, p95
 from app.observing.timeline import Timeline, TurnStages
+from app.platform.cores import cores
 from app.session.listener import ListenerOptions, Listening, ProductListening
 from app.session.session import Session
 from devtools.bench import candidate
@@ -87,6 +90,8 @@ class Mode:
     listening: Listening = field(default_factory=ProductListening)
     speculation: bool = True
     """False: the mode runs with ``answer.low_latency`` off (no guess is ever asked)."""
+    numpy_threads: int | None = None
+    """numpy's BLAS threads for this mode's clips; None: the app's (one, decision 0028)."""
 
 
 PRODUCT = "product"
@@ -99,6 +104,7 @@ MODES: dict[str, Mode] = {
     "no-system": Mode(listening=NoSystemListening()),
     "moot-pass": Mode(listening=MootPassListening()),
     "held-spares": Mode(Strategy(clients=spares_held_while_connecting)),
+    "blas-threads": Mode(numpy_threads=cores()),
     PRODUCT: Mode(),
 }
 ALIASES = {"seed": "user-fixes", "ours": PRODUCT}
@@ -287,8 +293,11 @@ def _replay(settings: Settings, decoder: WhisperDecoder, endpoint: LlmEndpoint, 
     session = Session(changed, audio_file=clip.path, llm=endpoint, strategy=spec.strategy,
                       listener_options=ListenerOptions(spec.listening), bus=bus, decoder=decoder,
                       candidate_file=track.path if track else None)
+    blas = (threadpool_limits(limits=spec.numpy_threads, user_api="blas") if spec.numpy_threads
+            else contextlib.nullcontext())
     try:
-        session.run_file()
+        with blas:
+            session.run_file()
         listener = session.listener
         passes, decoding = (listener.passes, listener.decode_seconds) if listener else (0, 0.0)
     finally:
