@@ -6,7 +6,7 @@ import pytest
 
 from app.core.config import Settings, TurnConfig
 from app.turns.signals import TurnSignals
-from devtools.bench.baselines import NoDeferListening, PassOnlyListening, TextRulesListening
+from devtools.bench.baselines import NoDeferListening, OwnCoreListening, PassOnlyListening, TextRulesListening
 from devtools.bench.turns import MODES, TurnResult, _ratios, _summarise, canonical, mode_settings
 
 
@@ -55,6 +55,9 @@ def test_the_behaviour_before_the_guess_at_the_pause_is_a_mode_and_a_ratio() -> 
     assert isinstance(spec.listening, NoDeferListening) and not spec.listening.defers_passes
     assert MODES["product"].listening.defers_passes
     assert MODES["product"].numpy_threads is None and (MODES["blas-threads"].numpy_threads or 0) >= 1
+    spec, _ = mode_settings(Settings(), "own-core")
+    assert isinstance(spec.listening, OwnCoreListening) and not spec.listening.lends_core
+    assert MODES["product"].listening.lends_core
     summary = {"pass": {"response_latency_median_s": 0.5}, "product": {"response_latency_median_s": 0.4}}
     assert _ratios(summary) == {"pass/product": 1.25}
 

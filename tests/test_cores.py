@@ -8,7 +8,13 @@ from threadpoolctl import threadpool_info, threadpool_limits
 
 from app.frontends import cli
 from app.platform import cores
-from app.platform.cores import WORDS_THREADS, limit_numpy_threads, pass_threads, server_threads
+from app.platform.cores import (
+    WORDS_THREADS,
+    limit_numpy_threads,
+    pass_threads,
+    server_threads,
+    spare_words_threads,
+)
 
 
 def test_llama_cpp_gets_only_the_cores_the_recogniser_leaves() -> None:
@@ -16,6 +22,10 @@ def test_llama_cpp_gets_only_the_cores_the_recogniser_leaves() -> None:
     assert WORDS_THREADS == 1
     for n in (6, 8, 16, 64):  # enough cores: the three engines never ask for more than there are
         assert pass_threads(n) + WORDS_THREADS + server_threads(n) <= n
+
+
+def test_a_verdict_the_recogniser_waits_for_borrows_one_core_where_there_is_one() -> None:
+    assert [spare_words_threads(n) for n in (1, 2, 4, 16)] == [1, 2, 2, 2]
 
 
 def test_numpy_blas_is_held_to_one_thread() -> None:

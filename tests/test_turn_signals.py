@@ -20,12 +20,12 @@ from app.core.clock import SessionClock
 from app.core.config import Settings, TurnConfig
 from app.core.events import EventBus, VadEvent
 from app.platform.bundled import find_bundled_model
-from app.session.listener import Listener
+from app.session.listener import Listener, ListenerOptions, ProductListening
 from app.turns.endpointer import Endpointer
 from app.turns.policy import Evidence, TextCues, decide
 from app.turns.signals import SignalRequest, SignalResult, SignalWorker, TurnSignals
 from app.turns.sound import EXTRA, TAIL_S, WINDOW_S, find_model, last_window, log_mel
-from app.turns.words import PROMPT, WordsScorer, prepare
+from app.turns.words import PROMPT, SpareCore, WordsScorer, prepare
 from tests.hooks import StandaloneHooks
 from tests.speech import read_wav, speech_bounds, synth
 
@@ -95,6 +95,68 @@ def test_scores_are_cached_per_transcript_and_the_shared_prefix_changes_nothing(
     fresh = WordsScorer()
     fresh.log_p_end("Tell me about the weather")  # a different history in the model's cache
     assert abs(fresh.log_p_end(text) - first) < 1e-3
+
+
+def test_the_spare_core_is_borrowed_only_while_it_is_faster() -> None:
+    """Borrowed where it made a one-token verdict a quarter faster at load, and given back
+    once two of the last three borrowed verdicts took longer than one thread would have."""
+    assert not SpareCore(one_ms=18.0, spare_ms=15.0).borrowing  # within the spread: not worth it
+    spare = SpareCore(one_ms=18.0, spare_ms=11.0)
+    assert spare.borrowing
+    spare.record(12.0, 1)
+    spare.record(40.0, 3)  # three tokens: one thread would have taken longer
+    spare.record(30.0, 1)  # lost: something else had the core
+    assert spare.borrowing
+    spare.record(11.0, 1)
+    spare.record(25.0, 1)  # lost, and one more of the last three
+    assert not spare.borrowing and spare.borrowed == 5
+
+
+def test_a_verdict_on_the_spare_core_scores_the_same_as_on_one_thread(words: WordsScorer) -> None:
+    both = WordsScorer(threads=1, spare_threads=2)
+    assert both.spare is not None
+    both.spare.borrowing = True  # what a loaded machine's calibration may have refused
+    for question in QUESTIONS[:4]:
+        assert both.log_p_end(question, spare_core=True) == words.log_p_end(question)
+    assert both.spare.borrowed == 4
+    one = WordsScorer(threads=1, spare_threads=1)
+    assert one.spare is None and one.log_p_end(QUESTIONS[4], spare_core=True) == words.log_p_end(QUESTIONS[4])
+
+
+@pytest.mark.parametrize("lends", [True, False], ids=["product", "own-core"])
+def test_the_verdict_the_guess_waits_for_may_borrow_the_recognisers_core(decoder: WhisperDecoder,
+                                                                         lends: bool) -> None:
+    """A partial whose pass heard all the voice so far (at the end of the question, and at
+    each gap between words) is scored while the recogniser's next pass waits for its
+    verdict: that request, and only such a one, may borrow its core.  The benchmark's
+    ``own-core`` baseline never lends it."""
+    from devtools.bench.baselines import OwnCoreListening
+
+    requests: list[SignalRequest] = []
+
+    class Recording(TurnSignals):
+        def score(self, request: SignalRequest) -> SignalResult:
+            requests.append(request)
+            return super().score(request)
+
+    loaded = TurnSignals.load(TurnConfig(), "en")  # ready before the first word, however busy the machine
+    clip = synth("Why are you leaving your current job?", lead_s=1.0)
+    _, voice_end = speech_bounds(clip)
+    clock = SessionClock()
+    listening = ProductListening() if lends else OwnCoreListening()
+    listener = Listener(FileSource(clip, clock, speed=1.0), decoder, Settings(), EventBus(), clock,
+                        StandaloneHooks(lambda: Recording(loaded.words, loaded.sound, loaded.status)),
+                        ListenerOptions(listening))
+    listener.start()
+    assert listener.finish(timeout=60)
+    listener.stop()
+    lent = [r.audio_end for r in requests if r.spare_core]
+    assert any(r.audio_end >= voice_end - 0.1 for r in requests)
+    if lends:  # the pass that heard the last words; partials that missed some are not lent
+        assert any(end >= voice_end - 0.1 for end in lent), (lent, voice_end)
+        assert len(lent) < len(requests)
+    else:
+        assert not lent
 
 
 def test_the_worker_scores_off_the_callers_thread_and_keeps_only_the_newest() -> None:

@@ -491,6 +491,7 @@ def _parser() -> argparse.ArgumentParser:
                                 "no-defer (the final's pass beside the words model's verdict), "
                                 "no-system (the words model without its template's system message), "
                                 "moot-pass (the guess's pass after one that heard all the voice), "
+                                "own-core (the verdict the guess waits for on one thread), "
                                 "held-spares (two spare connections, held while a re-warm connects), "
                                 "blas-threads (numpy's BLAS on every core, as before decision 0028), "
                                 "product (the defaults; was ours); MODE@SECTION.KEY=VALUE changes "

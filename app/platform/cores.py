@@ -44,6 +44,17 @@ on 2 cores two threads made its slow scores several times slower than one (decis
 0007)."""
 
 
+def spare_words_threads(available: int | None = None) -> int:
+    """Threads for a verdict the recogniser waits for: its next pass is deferred until the
+    verdict is in (decision 0024), so the words model may borrow the core it leaves idle.
+
+    Two at most: a one-token verdict took ~11 ms on two threads against ~19 on one here,
+    and more were not measured (this machine has 2).  One on a single core (decision 0029).
+    """
+    n = available if available is not None else cores()
+    return max(WORDS_THREADS, min(WORDS_THREADS + 1, n))
+
+
 def server_threads(available: int | None = None) -> int:
     """Threads for the embedded answer server: what the recogniser and the words model
     leave, at least one, at most 4."""

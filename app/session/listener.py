@@ -143,6 +143,11 @@ class Listening(Protocol):
         (the guess's pass beside the verdict on that one's words; decision 0027)."""
         ...
 
+    @property
+    def lends_core(self) -> bool:
+        """The verdict the recogniser waits for may borrow its idle core (decision 0029)."""
+        ...
+
     def signals(self, loaded: TurnSignals) -> TurnSignals:
         """The end-of-turn signals to score with, given the session's (on the signals'
         thread, once)."""
@@ -177,6 +182,10 @@ class ProductListening:
     @property
     def decodes_moot_passes(self) -> bool:
         return False
+
+    @property
+    def lends_core(self) -> bool:
+        return True
 
     def signals(self, loaded: TurnSignals) -> TurnSignals:
         return loaded
@@ -436,9 +445,11 @@ class Listener:
             current = self._endpointer.current(partial.turn, partial.audio_end)
             if self._scoring and self._signals and partial.turn == self._endpointer.turn and \
                     self._listening.scores_partial(current):
-                self._signals.submit(SignalRequest(partial.turn, text, partial.audio_end))
-                if current and self._listening.defers_passes and self._signals.ready.is_set():
-                    # the guess waits for this verdict, the pass over the hangover for none
+                # the guess waits for this verdict, the pass over the hangover for none
+                waits = current and self._listening.defers_passes and self._signals.ready.is_set()
+                self._signals.submit(SignalRequest(partial.turn, text, partial.audio_end,
+                                                   spare_core=waits and self._listening.lends_core))
+                if waits:
                     self._recognizer.defer(partial.audio_end)
         self._emit(events)
 

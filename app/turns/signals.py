@@ -41,6 +41,9 @@ class SignalRequest:
     warm_only: bool = False
     """Score only to fill the words model's cache: no result is delivered (see
     :meth:`SignalWorker.submit`)."""
+    spare_core: bool = False
+    """The recogniser's next pass waits for this verdict, so the words model may borrow
+    its idle core (:class:`app.turns.words.SpareCore`, decision 0029)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,7 +95,7 @@ class TurnSignals:
         words_logp = sound_p = None
         if self.words is not None and request.text.strip():
             try:
-                words_logp = self.words.log_p_end(request.text)
+                words_logp = self.words.log_p_end(request.text, spare_core=request.spare_core)
             except Exception:  # one failed call must not stop the turn: the rules decide it
                 log.exception("words model call failed")
         if self.sound is not None and request.audio is not None and len(request.audio):

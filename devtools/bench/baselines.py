@@ -144,6 +144,15 @@ class MootPassListening(ProductListening):
         return True
 
 
+class OwnCoreListening(ProductListening):
+    """Mode ``own-core``: the verdict the guess waits for runs on the words model's one
+    thread, as before decision 0029, even while the recogniser's core is idle."""
+
+    @property
+    def lends_core(self) -> bool:
+        return False
+
+
 class NoSystemListening(ProductListening):
     """Mode ``no-system``: the words model scores without the system message its chat
     template writes (the product before decision 0025)."""
