@@ -115,12 +115,24 @@ def test_the_spare_core_is_borrowed_only_while_it_is_faster() -> None:
 def test_a_verdict_on_the_spare_core_scores_the_same_as_on_one_thread(words: WordsScorer) -> None:
     both = WordsScorer(threads=1, spare_threads=2)
     assert both.spare is not None
-    both.spare.borrowing = True  # what a loaded machine's calibration may have refused
+    # borrowing whatever this machine's load: a calibration, and a guard, that never say no
+    both.spare = SpareCore(one_ms=float("inf"), spare_ms=0.0)
     for question in QUESTIONS[:4]:
         assert both.log_p_end(question, spare_core=True) == words.log_p_end(question)
     assert both.spare.borrowed == 4
     one = WordsScorer(threads=1, spare_threads=1)
     assert one.spare is None and one.log_p_end(QUESTIONS[4], spare_core=True) == words.log_p_end(QUESTIONS[4])
+
+
+def test_a_scorer_whose_spare_core_cannot_be_timed_scores_on_one_thread(
+        words: WordsScorer, monkeypatch: pytest.MonkeyPatch) -> None:
+    def fail(self: WordsScorer) -> SpareCore:
+        raise RuntimeError("no second thread here")
+
+    monkeypatch.setattr(WordsScorer, "_time_spare", fail)
+    scorer = WordsScorer(threads=1, spare_threads=2)
+    assert scorer.spare is None
+    assert scorer.log_p_end(QUESTIONS[0], spare_core=True) == words.log_p_end(QUESTIONS[0])
 
 
 @pytest.mark.parametrize("lends", [True, False], ids=["product", "own-core"])

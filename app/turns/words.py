@@ -139,7 +139,7 @@ class WordsScorer:
         self._threads = self._running = threads
         self._spare_threads = spare_words_threads() if spare_threads is None else spare_threads
         self.spare: SpareCore | None = self._measure_spare() if self._spare_threads > threads else None
-        """None: this machine has no core to spare."""
+        """None: this machine has no core to spare, or timing it failed."""
         self.calls = 0
         """Model evaluations (cache hits excluded)."""
 
@@ -189,9 +189,18 @@ class WordsScorer:
         self._llm.eval(tokens)
         return 1000 * (time.perf_counter() - started)
 
-    def _measure_spare(self) -> SpareCore:
+    def _measure_spare(self) -> SpareCore | None:
         """One-token verdicts timed on each thread count in turn, a warm-up and five each
-        (~0.2 s at load), the model's cache left holding the probe's prefix."""
+        (~0.2 s at load), the model's cache left holding the probe's prefix.  None if that
+        fails: the scores do not need it, so one thread it is."""
+        try:
+            return self._time_spare()
+        except Exception:
+            log.exception("timing the end-of-turn model on a spare core failed; it keeps one thread")
+            self._llm.n_tokens = 0
+            return None
+
+    def _time_spare(self) -> SpareCore:
         prefix = self._prompt + self._llm.tokenize(_PROBE_PREFIX.encode(), add_bos=False, special=False)
         probes = [self._llm.tokenize(w.encode(), add_bos=False, special=False)[:1] for w in _PROBE_WORDS]
         self._llm.n_tokens = 0
