@@ -70,10 +70,11 @@ class SpareCore:
 
     llama.cpp's threads meet at a barrier after every operation and spin there (decision
     0007): beside a busy process a two-thread verdict was slower than one thread's (median
-    32 against 19 ms, p90 160 here), and so it was in the pipeline while numpy's idle
-    BLAS worker held the second core (decision 0028).  So the gain is measured when the model loads, and
-    kept only while it holds: once two of the last three borrowed verdicts took longer
-    than one thread takes for a token, times their tokens, the scorer stops borrowing.
+    32 against 19 ms, p90 160 here), and so it was in the pipeline while numpy's idle BLAS
+    worker held the second core (decision 0028).  So the gain is measured when the model
+    loads, and kept only while it holds: once two of the last three borrowed verdicts took
+    longer than one thread takes for a token, times their tokens, the scorer stops
+    borrowing (decision 0029).
     """
 
     def __init__(self, one_ms: float, spare_ms: float) -> None:
