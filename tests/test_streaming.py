@@ -156,7 +156,9 @@ def test_a_reused_final_that_settles_the_language_returns_it_with_the_final(deco
         returned = rec.finalize(1)
     finally:
         rec.stop()
-    assert [type(e) for e in said] == [PartialEvent]  # the pass heard words; no language said yet
+    # the passes heard words and said no language yet: the guess's pass and the
+    # hangover's are one pass or two, as the worker thread happens to be scheduled
+    assert said and all(isinstance(e, PartialEvent) for e in said)
     assert [type(e) for e in returned] == [LanguageEvent, FinalEvent]
     assert rec.language == "en" and returned[1].reused  # type: ignore[union-attr]
 
