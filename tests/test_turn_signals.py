@@ -8,6 +8,7 @@ import statistics
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from importlib import metadata
 
 import numpy as np
@@ -20,6 +21,7 @@ from app.core.clock import SessionClock
 from app.core.config import Settings, TurnConfig
 from app.core.events import EventBus, VadEvent
 from app.platform.bundled import find_bundled_model
+from app.platform.cores import spare_words_threads
 from app.session.listener import Listener, ListenerOptions, ProductListening
 from app.turns.endpointer import Endpointer
 from app.turns.policy import Evidence, TextCues, decide
@@ -112,8 +114,41 @@ def test_the_spare_core_is_borrowed_only_while_it_is_faster() -> None:
     assert not spare.borrowing and spare.borrowed == 5
 
 
+def test_the_spare_core_is_timed_one_verdict_a_call_once_the_model_has_loaded() -> None:
+    """Loading times nothing (the scorer is ready at once, however busy the machine); each
+    ``calibrate`` call times one verdict, so a request waits for one step at most."""
+    scorer = WordsScorer(threads=1, spare_threads=2)
+    assert scorer.spare is None
+    steps = 1
+    while scorer.calibrate():
+        assert scorer.spare is None
+        steps += 1
+    assert steps == 12 and scorer.spare is not None  # a warm-up and five on each thread count
+    assert not scorer.calibrate()
+    assert not WordsScorer(threads=1, spare_threads=1).calibrate()  # no core to spare: nothing to time
+
+
+def test_the_signal_worker_times_the_spare_core_while_no_request_waits() -> None:
+    worker = SignalWorker(lambda: TurnSignals.load(TurnConfig(), "en"), lambda result: None)
+    worker.start()
+    try:
+        assert worker.ready.wait(60)
+        words = worker.signals.words if worker.signals else None
+        assert words is not None
+        if spare_words_threads() == 1:
+            pytest.skip("one core: nothing to time")
+        deadline = time.monotonic() + 60
+        while words.spare is None and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert words.spare is not None
+    finally:
+        worker.stop()
+
+
 def test_a_verdict_on_the_spare_core_scores_the_same_as_on_one_thread(words: WordsScorer) -> None:
     both = WordsScorer(threads=1, spare_threads=2)
+    while both.calibrate():
+        pass
     assert both.spare is not None
     # borrowing whatever this machine's load: a calibration, and a guard, that never say no
     both.spare = SpareCore(one_ms=float("inf"), spare_ms=0.0)
@@ -126,11 +161,13 @@ def test_a_verdict_on_the_spare_core_scores_the_same_as_on_one_thread(words: Wor
 
 def test_a_scorer_whose_spare_core_cannot_be_timed_scores_on_one_thread(
         words: WordsScorer, monkeypatch: pytest.MonkeyPatch) -> None:
-    def fail(self: WordsScorer) -> SpareCore:
+    def fail(self: WordsScorer) -> Iterator[None]:
+        yield
         raise RuntimeError("no second thread here")
 
     monkeypatch.setattr(WordsScorer, "_time_spare", fail)
     scorer = WordsScorer(threads=1, spare_threads=2)
+    assert scorer.calibrate() and not scorer.calibrate()
     assert scorer.spare is None
     assert scorer.log_p_end(QUESTIONS[0], spare_core=True) == words.log_p_end(QUESTIONS[0])
 

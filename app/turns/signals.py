@@ -90,6 +90,11 @@ class TurnSignals:
         log.info(status)
         return cls(words, sound, status)
 
+    def calibrate(self) -> bool:
+        """One step of the timing the signals do once loaded (the words model's spare core,
+        :meth:`WordsScorer.calibrate`); False once none is left."""
+        return self.words is not None and self.words.calibrate()
+
     def score(self, request: SignalRequest) -> SignalResult:
         """Both signals for one request (their CPU cost is measured by ``bench signals``)."""
         words_logp = sound_p = None
@@ -168,16 +173,19 @@ class SignalWorker:
                 self._on_ready(self.signals)
             except Exception:
                 log.exception("end-of-turn ready handler failed")
+        calibrating = True  # between requests, until the signals have timed what they need
         while True:
             with self._cond:
-                while self._running and self._pending is None:
+                while self._running and self._pending is None and not calibrating:
                     self._cond.wait()
                 if not self._running:
                     return
                 request, self._pending = self._pending, None
                 self._busy = True
             try:
-                assert request is not None
+                if request is None:
+                    calibrating = self.signals.calibrate()
+                    continue
                 result = self.signals.score(request)
                 if not request.warm_only:
                     self._on_result(result)

@@ -29,6 +29,7 @@ import re
 import statistics
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -53,11 +54,11 @@ _N_CTX = 256
 """Tokens: the prompt (~25) plus ~180 words of transcript, more than any one question."""
 SPARE_GAIN = 0.75
 """The spare core is borrowed only where it made a one-token verdict at least a quarter
-faster when the model loaded: a smaller gain is within the spread of five calls, and not
+faster once the model had loaded: a smaller gain is within the spread of five calls, and not
 worth the risk of a core something else may want (here: ~11 against ~19 ms)."""
 _PROBE_PREFIX = "tell me about a time you"
 _PROBE_WORDS = (" failed", " led", " learned", " disagreed", " helped", " decided")
-"""One-token continuations of the prefix, timed alternately on each thread count at load."""
+"""One-token continuations of the prefix, timed alternately on each thread count."""
 
 
 def prepare(text: str) -> str:
@@ -71,10 +72,10 @@ class SpareCore:
     llama.cpp's threads meet at a barrier after every operation and spin there (decision
     0007): beside a busy process a two-thread verdict was slower than one thread's (median
     32 against 19 ms, p90 160 here), and so it was in the pipeline while numpy's idle BLAS
-    worker held the second core (decision 0028).  So the gain is measured when the model
-    loads, and kept only while it holds: once two of the last three borrowed verdicts took
-    longer than one thread takes for a token, times their tokens, the scorer stops
-    borrowing (decision 0029).
+    worker held the second core (decision 0028).  So the gain is measured once the model
+    has loaded (:meth:`WordsScorer.calibrate`), and kept only while it holds: once two of
+    the last three borrowed verdicts took longer than one thread takes for a token, times
+    their tokens, the scorer stops borrowing (decision 0029).
     """
 
     def __init__(self, one_ms: float, spare_ms: float) -> None:
@@ -139,8 +140,10 @@ class WordsScorer:
         self._cache: collections.OrderedDict[str, float] = collections.OrderedDict()
         self._threads = self._running = threads
         self._spare_threads = spare_words_threads() if spare_threads is None else spare_threads
-        self.spare: SpareCore | None = self._measure_spare() if self._spare_threads > threads else None
-        """None: this machine has no core to spare, or timing it failed."""
+        self.spare: SpareCore | None = None
+        """Set once :meth:`calibrate` has timed the spare core; None until then, where this
+        machine has no core to spare, or where timing it failed."""
+        self._timing: Iterator[None] | None = self._time_spare() if self._spare_threads > threads else None
         self.calls = 0
         """Model evaluations (cache hits excluded)."""
 
@@ -161,20 +164,36 @@ class WordsScorer:
                 self._cache.popitem(last=False)
             return value
 
+    def calibrate(self) -> bool:
+        """Time one more verdict of the spare core's check (:class:`SpareCore`); False once
+        it is done, or where there is nothing to time.  The check is a warm-up and five
+        one-token verdicts on each thread count, one verdict a call (~20 ms): the signal
+        worker calls this only while no request waits, so the scorer is ready as soon as
+        the model has loaded, and the check delays a verdict by one step at most (run
+        whole at load, it took 0.4 s alone and 2-5 s beside four busy processes)."""
+        with self._lock:
+            if self._timing is None:
+                return False
+            try:
+                next(self._timing)
+                return True
+            except StopIteration:
+                pass
+            except Exception:  # the scores do not need it: one thread it is
+                log.exception("timing the end-of-turn model on a spare core failed; it keeps one thread")
+                self._llm.n_tokens = 0
+            self._timing = None
+            return False
+
     def _evaluate(self, text: str, threads: int) -> float:
         words = self._llm.tokenize(text.encode(), add_bos=False, special=False)
         tokens = self._prompt + words[-(_N_CTX - 1 - len(self._prompt)):]  # a long turn's end
-        llm = self._llm
-        kept = 0  # the model's cache still holds the shared beginning of the last call
-        for old, new in zip(llm.input_ids[: llm.n_tokens], tokens[:-1], strict=False):
-            if old != new:
-                break
-            kept += 1
-        llm.n_tokens = kept
+        kept = self._reuse_cache(tokens[:-1])
         elapsed_ms = self._eval(tokens[kept:], threads)
         if threads != self._threads and self.spare is not None:
             self.spare.record(elapsed_ms, len(tokens) - kept)
         self.calls += 1
+        llm = self._llm
         last = self._logits_ith(llm.ctx, -1)  # the one row the model computed
         logits = np.ctypeslib.as_array(last, shape=(llm.n_vocab(),)).astype(np.float64)
         top = float(logits.max())
@@ -190,32 +209,38 @@ class WordsScorer:
         self._llm.eval(tokens)
         return 1000 * (time.perf_counter() - started)
 
-    def _measure_spare(self) -> SpareCore | None:
-        """One-token verdicts timed on each thread count in turn, a warm-up and five each
-        (~0.2 s at load), the model's cache left holding the probe's prefix.  None if that
-        fails: the scores do not need it, so one thread it is."""
-        try:
-            return self._time_spare()
-        except Exception:
-            log.exception("timing the end-of-turn model on a spare core failed; it keeps one thread")
-            self._llm.n_tokens = 0
-            return None
+    def _reuse_cache(self, tokens: list[int]) -> int:
+        """Keep the model's cache of the beginning ``tokens`` share with the last call's (the
+        prompt, and a partial's words before its newest); returns how many it holds."""
+        llm = self._llm
+        kept = 0
+        for old, new in zip(llm.input_ids[: llm.n_tokens], tokens, strict=False):
+            if old != new:
+                break
+            kept += 1
+        llm.n_tokens = kept
+        return kept
 
-    def _time_spare(self) -> SpareCore:
+    def _time_spare(self) -> Iterator[None]:
+        """:meth:`calibrate`'s steps: one-token continuations of a probe prefix, on each
+        thread count in turn (the first of each discarded: thread start-up), then
+        :attr:`spare` from their medians.  A verdict between two steps may have replaced
+        the prefix in the model's cache; it is evaluated again, untimed."""
         prefix = self._prompt + self._llm.tokenize(_PROBE_PREFIX.encode(), add_bos=False, special=False)
         probes = [self._llm.tokenize(w.encode(), add_bos=False, special=False)[:1] for w in _PROBE_WORDS]
-        self._llm.n_tokens = 0
-        self._eval(prefix, self._threads)
         times: dict[int, list[float]] = {self._threads: [], self._spare_threads: []}
         for i in range(12):
+            kept = self._reuse_cache(prefix)
+            if kept < len(prefix):
+                self._eval(prefix[kept:], self._threads)
             threads = self._spare_threads if i % 2 else self._threads
-            self._llm.n_tokens = len(prefix)
             elapsed = self._eval(probes[(i // 2) % len(probes)], threads)
-            if i >= 2:  # the first of each: thread start-up
+            if i >= 2:
                 times[threads].append(elapsed)
-        spare = SpareCore(statistics.median(times[self._threads]),
-                          statistics.median(times[self._spare_threads]))
+            if i < 11:
+                yield
+        self.spare = SpareCore(statistics.median(times[self._threads]),
+                               statistics.median(times[self._spare_threads]))
         log.info("End-of-turn model: a one-token verdict %.1f ms on %d thread(s), %.1f ms on %d; %s.",
-                 spare.one_ms, self._threads, spare.spare_ms, self._spare_threads,
-                 "borrows the recogniser's idle core" if spare.borrowing else "keeps to its own")
-        return spare
+                 self.spare.one_ms, self._threads, self.spare.spare_ms, self._spare_threads,
+                 "borrows the recogniser's idle core" if self.spare.borrowing else "keeps to its own")
