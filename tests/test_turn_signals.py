@@ -29,6 +29,7 @@ from app.turns.signals import SignalRequest, SignalResult, SignalWorker, TurnSig
 from app.turns.sound import EXTRA, TAIL_S, WINDOW_S, find_model, last_window, log_mel
 from app.turns.words import PROMPT, SpareCore, WordsScorer, prepare
 from tests.hooks import StandaloneHooks
+from tests.patience import NEVER_S
 from tests.speech import read_wav, speech_bounds, synth
 
 needs_smart_turn = pytest.mark.skipif(find_model() is None,
@@ -137,7 +138,7 @@ def test_the_signal_worker_times_the_spare_core_while_no_request_waits() -> None
         assert words is not None
         if spare_words_threads() == 1:
             pytest.skip("one core: nothing to time")
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + NEVER_S
         while words.spare is None and time.monotonic() < deadline:
             time.sleep(0.01)
         assert words.spare is not None
