@@ -101,7 +101,7 @@ def test_scores_are_cached_per_transcript_and_the_shared_prefix_changes_nothing(
 
 
 def test_the_spare_core_is_borrowed_only_while_it_is_faster() -> None:
-    """Borrowed where it made a one-token verdict a quarter faster at load, and given back
+    """Borrowed where it made a one-token verdict a quarter faster once loaded, and given back
     once two of the last three borrowed verdicts took longer than one thread would have."""
     assert not SpareCore(one_ms=18.0, spare_ms=15.0).borrowing  # within the spread: not worth it
     spare = SpareCore(one_ms=18.0, spare_ms=11.0)

@@ -80,7 +80,7 @@ class SpareCore:
 
     def __init__(self, one_ms: float, spare_ms: float) -> None:
         """``one_ms``, ``spare_ms``: a one-token verdict on the words model's own threads
-        and with the spare core (medians at load)."""
+        and with the spare core (medians of :meth:`WordsScorer.calibrate`'s check)."""
         self.one_ms = one_ms
         self.spare_ms = spare_ms
         self.borrowing = spare_ms <= SPARE_GAIN * one_ms
@@ -230,6 +230,8 @@ class WordsScorer:
         probes = [self._llm.tokenize(w.encode(), add_bos=False, special=False)[:1] for w in _PROBE_WORDS]
         times: dict[int, list[float]] = {self._threads: [], self._spare_threads: []}
         for i in range(12):
+            if i:
+                yield  # one verdict a call: a request waiting goes between two
             kept = self._reuse_cache(prefix)
             if kept < len(prefix):
                 self._eval(prefix[kept:], self._threads)
@@ -237,8 +239,6 @@ class WordsScorer:
             elapsed = self._eval(probes[(i // 2) % len(probes)], threads)
             if i >= 2:
                 times[threads].append(elapsed)
-            if i < 11:
-                yield
         self.spare = SpareCore(statistics.median(times[self._threads]),
                                statistics.median(times[self._spare_threads]))
         log.info("End-of-turn model: a one-token verdict %.1f ms on %d thread(s), %.1f ms on %d; %s.",
