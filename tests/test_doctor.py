@@ -187,6 +187,57 @@ def test_text_output_has_fixes(server: FakeServer) -> None:
     assert "1 failed" in text
 
 
+CHECK_KEYS = ["name", "status", "detail", "fix", "data", "seconds"]
+REQUEST_KEYS = ["connect_s", "tls_s", "headers_s", "first_byte_s", "first_token_s", "total_s", "http_version",
+                "reused"]
+LLM_DATA_KEYS = {
+    "endpoint": ["base_url", "model", "models", "start_s"],
+    "request timing": ["requests"],
+    "http/2": [],
+    "stream buffering": ["events", "reads", "bursts", "big_burst_byte_share", "largest_burst_byte_share",
+                         "spread_s", "buffered", "conclusive", "first_event_s"],
+    "prompt cache": ["prompt_tokens", "cached_tokens"],
+    "model": ["model", "label", "first_token_s"],
+}
+
+
+def test_the_json_report_keeps_its_shape(server: FakeServer) -> None:
+    """``doctor --json`` is what bug reports carry and scripts read: its keys, their order,
+    the checks' order and the values' types stay as they are."""
+    out = io.StringIO()
+    run_doctor(["--json", "--skip", "audio,asr", "--no-local", "--base-url", server.base_url,
+                "--api-key", KEY, "--model", MODEL], out=out)
+    text = out.getvalue()
+    assert text.startswith('{\n "ok": true,\n "checks": [\n  {\n   "name": "endpoint",')  # indent=1
+    assert text.endswith("}\n")
+    report = json.loads(text)
+    assert list(report) == ["ok", "checks"]
+    assert [c["name"] for c in report["checks"]] == list(LLM_DATA_KEYS)
+    for c in report["checks"]:
+        assert list(c) == CHECK_KEYS and list(c["data"]) == LLM_DATA_KEYS[c["name"]], c
+        assert [type(c[k]) for k in CHECK_KEYS] == [str, str, str, str, dict, float], c
+    for row in check(report, "request timing")["data"]["requests"]:
+        assert list(row) == REQUEST_KEYS and isinstance(row["reused"], bool)
+
+    out = io.StringIO()  # the local groups, on whatever inputs this machine has
+    run_doctor(["--json", "--skip", "asr,llm", "--listen", "0.1"], out=out)
+    local = json.loads(out.getvalue())["checks"]
+    assert [c["name"] for c in local] == ["audio devices", "input level"]
+    assert all(list(c) == CHECK_KEYS for c in local)
+
+
+@pytest.mark.parametrize("argv", [["doctor", "--bogus"], ["doctor", "--json", "--bogus"]])
+def test_an_unknown_flag_is_refused_with_the_usage(argv: list[str],
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    from app.frontends.cli import main
+
+    with pytest.raises(SystemExit) as exited:
+        main(argv)
+    assert exited.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith("usage: interview-copilot doctor") and "unrecognized arguments: --bogus" in err
+
+
 def test_credentials_in_the_base_url_are_never_printed() -> None:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -248,7 +299,7 @@ class _FakeSource:
                           ("win32", True, False)])
 def test_a_microphone_of_exact_zeros_on_macos_names_the_permission(
         platform: str, exact_zeros: bool, named: bool) -> None:
-    from app.frontends.doctor import _silent_microphone_fix
+    from app.frontends.doctor.input_level import _silent_microphone_fix
 
     fix = _silent_microphone_fix(exact_zeros=exact_zeros, platform=platform)
     assert ("Privacy & Security → Microphone" in fix) == named
@@ -261,7 +312,7 @@ def test_a_silent_microphone_gets_the_microphone_fix(monkeypatch: pytest.MonkeyP
     monkeypatch.setattr("app.audio.open_source", lambda spec, clock, **_: microphone)
     result = check_input_level("MacBook Pro Microphone", 0.3)
     assert result.status == "warn" and "digital silence" in result.detail
-    from app.frontends.doctor import _silent_microphone_fix
+    from app.frontends.doctor.input_level import _silent_microphone_fix
 
     assert result.fix == _silent_microphone_fix(exact_zeros=True)
 

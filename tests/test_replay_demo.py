@@ -29,7 +29,7 @@ def good_events() -> list[dict[str, Any]]:
     return [
         {"event": "session", "t": 0.0, "state": "listening"},
         {"event": "status", "t": 0.1, "stage": "llm",
-         "message": "answers from smollm2-135m-instruct at http://127.0.0.1:40123/v1"},
+         "message": "answers from SmolLM2-135M-Instruct at http://127.0.0.1:40123/v1"},
         {"event": "final", "t": 3.0, "turn": 1, "text": "Why are you interested in this role?",
          "audio_end": 2.9, "speaker": "interviewer"},
         {"event": "answer_done", "t": 4.0, "turn": 1, "request": 1, "text": "I like the team.",

@@ -88,6 +88,22 @@ def test_options_after_the_cli_command(monkeypatch: pytest.MonkeyPatch) -> None:
     assert selftest._argv_after_command() == ["--json"]
 
 
+@pytest.mark.parametrize("argv", [["self-test", "--bogus"],
+                                  ["self-test", "--json", "--only", "one", "--bogus"]])
+def test_an_unknown_flag_is_refused_with_the_usage(argv: list[str], monkeypatch: pytest.MonkeyPatch,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    """A mistyped option stops the run (exit 2, as argparse does), not silently ignored."""
+    from app.frontends.cli import main
+
+    monkeypatch.setattr(selftest, "CHECKS", [("one", _pass)])
+    with pytest.raises(SystemExit) as exited:
+        main(argv)
+    assert exited.value.code == 2
+    captured = capsys.readouterr()
+    assert captured.err.startswith("usage: interview-copilot self-test")
+    assert "unrecognized arguments: --bogus" in captured.err and "PASS one" not in captured.out
+
+
 def test_demo_clip_found_in_source_tree_and_bundle(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     assert find_asset("demo.wav") == REPO / "assets" / "demo.wav"
     (tmp_path / "assets").mkdir()
@@ -101,6 +117,34 @@ def test_asr_check_transcribes_the_demo() -> None:
     result = run_check("asr", selftest.check_asr)
     assert result.status in ("pass", "warn"), format_line(result)  # warn: a slow (busy) CPU
     assert "interested in this role" in result.data["text"].lower()
+
+
+@pytest.mark.parametrize(("expect", "fails"), [
+    ("ＩＮＴＥＲＥＳＴＥＤ in this role", False),  # full-width letters: the same words once NFKC-folded
+    ("interested in this 'role'", False),  # quotes are punctuation, not part of the word
+    ("interested in this rol", True),  # "rol" is not a word of the transcript, only a prefix of one
+])
+def test_the_asr_check_looks_for_the_words_in_the_transcript(expect: str, fails: bool) -> None:
+    """Words as ``app.core.text.words`` cuts them everywhere else, in a row: not characters."""
+    from app.frontends.checks import check_asr
+
+    result = check_asr("bundled", "en", expect=expect)
+    assert result.failed is fails, format_line(result)
+    assert not fails or "unexpected transcript" in result.detail
+
+
+@pytest.mark.parametrize(("text", "phrase", "said"), [
+    ("Why are you interested in this role?", "interested in this role", True),
+    ("WHY ARE YOU INTERESTED, in this role", "interested in this role", True),
+    ("Why are you disinterested in this roleplay?", "interested in this role", False),
+    ("In this role, are you interested?", "interested in this role", False),  # the words, in that order
+    ("为什么想加入这个团队？", "加入这个团队", True),  # each CJK character a word
+    ("anything", "", True),
+])
+def test_says_compares_word_sequences(text: str, phrase: str, said: bool) -> None:
+    from app.frontends.checks import says
+
+    assert says(text, phrase) is said
 
 
 def test_missing_clip_is_a_failure_with_a_fix(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -128,18 +128,18 @@ def check_llm() -> str | CheckResult:
                               "reinstall the app, or set an API key to use a cloud model") from exc
         startup = time.perf_counter() - started
         with httpx2.Client(trust_env=False, timeout=httpx2.Timeout(60.0)) as http:
-            client = openai.OpenAI(base_url=base_url, api_key="not-needed", http_client=http, max_retries=0)
+            client = openai.OpenAI(base_url=base_url, api_key=server.api_key, http_client=http, max_retries=0)
             stream = client.chat.completions.create(
                 model=server.model, stream=True, max_tokens=4, temperature=0.0,
                 messages=[{"role": "user", "content": "Say hello."}],
             )
             pieces = [chunk.choices[0].delta.content or "" for chunk in stream if chunk.choices]
+        answer = "".join(pieces).strip()
+        if not answer:  # the log is read before stop() removes it
+            raise CheckFailed("the local LLM streamed an empty answer",
+                              f"reinstall the app; the server's last log lines:\n{server.log_tail()}")
     finally:
         server.stop()
-    answer = "".join(pieces).strip()
-    if not answer:
-        raise CheckFailed("the local LLM streamed an empty answer",
-                          f"reinstall the app; server log: {server.log_path}")
     return f"SmolLM2 started in {startup:.1f} s and answered: \"{answer[:40]}\""
 
 
@@ -366,9 +366,10 @@ def _quiet_native_logs() -> Iterator[None]:
 def run_self_test(argv: list[str] | None = None) -> int:
     """Run every check, print the report; 0 only if no required check failed.
 
-    ``argv`` (default: none) accepts ``--json`` (a JSON report on stdout instead of
-    lines) and ``--only NAME[,NAME]``.  ``app.frontends.cli`` calls this without arguments; the
-    options are read from ``sys.argv`` after ``self-test`` when it is the command.
+    ``argv``: the arguments after ``self-test`` (``app.frontends.cli`` passes them): ``--json``
+    (a JSON report on stdout instead of lines) and ``--only NAME[,NAME]``; any other flag is
+    refused with the usage (exit 2).  Without ``argv`` they are read from ``sys.argv`` after
+    ``self-test``.
     """
     args = _parse(argv if argv is not None else _argv_after_command())
     for stream in (sys.stdout, sys.stderr):  # a cp1252 Windows console must not crash the report
@@ -404,8 +405,7 @@ def _parse(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="interview-copilot self-test")
     parser.add_argument("--json", action="store_true", help="print a JSON report")
     parser.add_argument("--only", metavar="NAMES", help="comma-separated: " + ",".join(n for n, _ in CHECKS))
-    args, _unknown = parser.parse_known_args(argv)
-    return args
+    return parser.parse_args(argv)  # an unknown flag: the usage and exit 2, never ignored
 
 
 if __name__ == "__main__":
