@@ -179,7 +179,7 @@ def test_quitting_during_start_up_cancels_it_and_leaves_no_server(decoder: Whisp
     session.start()
     deadline = time.monotonic() + 20
     while time.monotonic() < deadline:
-        server = session._local_server
+        server = session._llm_choice.server
         if server is not None and server.pid is not None:
             break
         time.sleep(0.01)
