@@ -10,7 +10,7 @@ from PySide6.QtGui import QFont, QFontMetrics
 from pytestqt.qtbot import QtBot
 
 from app.core.config import PROVIDER_PRESETS, Settings, load_settings
-from app.ui.settings_dialog import SettingsDialog
+from app.ui.settings import SettingsDialog
 from app.ui.theme import cjk_families, pane_font, with_cjk_fallback
 from tests.memory_keyring import MemoryKeyring
 

@@ -236,7 +236,7 @@ def test_a_session_steers_with_the_resume_and_the_users_glossary(decoder: Whispe
 
 
 def test_the_settings_dialog_edits_the_glossary(qtbot: QtBot, tmp_path: Path) -> None:
-    from app.ui.settings_dialog import SettingsDialog
+    from app.ui.settings import SettingsDialog
 
     settings = Settings()
     settings.asr.glossary = ["CockroachDB", "Acme Robotics"]

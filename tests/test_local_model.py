@@ -179,7 +179,7 @@ def test_the_embedded_server_loads_a_user_gguf_under_its_name(tmp_path: Path) ->
         command = [str(a) for a in proc.args]
         assert command[command.index("--model") + 1] == str(path)  # the user's file, not the bundled copy
         assert command[command.index("--n_ctx") + 1] == str(CHOSEN_N_CTX)  # room for the full prompt
-        with httpx2.Client(timeout=60, trust_env=False) as http:
+        with httpx2.Client(timeout=60, trust_env=False, headers=server.auth_headers) as http:
             assert [m["id"] for m in http.get(f"{url}/models").json()["data"]] == ["my-model.Q4_1"]
             reply = http.post(f"{url}/chat/completions", json={
                 "model": "my-model.Q4_1", "max_tokens": 8, "temperature": 0,
@@ -278,7 +278,7 @@ def test_ollama_host_is_read_as_ollama_reads_it(value: str | None, root: str) ->
 
 
 def _dialog(qtbot: object, settings: Settings, path: Path) -> object:
-    from app.ui.settings_dialog import SettingsDialog
+    from app.ui.settings import SettingsDialog
 
     dialog = SettingsDialog(settings, path)
     qtbot.addWidget(dialog)  # type: ignore[attr-defined]
@@ -288,7 +288,7 @@ def _dialog(qtbot: object, settings: Settings, path: Path) -> object:
 
 def test_a_running_ollama_is_offered_and_nothing_changes_until_picked(
         qtbot: object, ollama: FakeOllama, isolated_dirs: Path) -> None:
-    from app.ui.settings_dialog import SettingsDialog
+    from app.ui.settings import SettingsDialog
 
     path = isolated_dirs / "settings.toml"
     original = Settings()
@@ -328,7 +328,7 @@ def test_cancel_after_ollama_was_offered_changes_nothing(qtbot: object, ollama: 
 
 def test_ollama_not_running_is_not_offered(qtbot: object, monkeypatch: pytest.MonkeyPatch,
                                            isolated_dirs: Path) -> None:
-    from app.ui.settings_dialog import SettingsDialog
+    from app.ui.settings import SettingsDialog
 
     monkeypatch.setenv("OLLAMA_HOST", f"127.0.0.1:{_closed_port()}")
     dialog = _dialog(qtbot, Settings(), isolated_dirs / "settings.toml")
@@ -340,7 +340,7 @@ def test_ollama_not_running_is_not_offered(qtbot: object, monkeypatch: pytest.Mo
 
 def test_a_gguf_file_is_picked_and_checked_on_save(qtbot: object, monkeypatch: pytest.MonkeyPatch,
                                                    tmp_path: Path, isolated_dirs: Path) -> None:
-    from app.ui.settings_dialog import SettingsDialog
+    from app.ui.settings import SettingsDialog
 
     monkeypatch.setenv("OLLAMA_HOST", f"127.0.0.1:{_closed_port()}")
     path = isolated_dirs / "settings.toml"
@@ -364,7 +364,7 @@ def test_a_gguf_file_is_picked_and_checked_on_save(qtbot: object, monkeypatch: p
 
 def test_leaving_ollama_for_the_bundled_model_empties_its_endpoint(
         qtbot: object, ollama: FakeOllama, isolated_dirs: Path) -> None:
-    from app.ui.settings_dialog import SettingsDialog
+    from app.ui.settings import SettingsDialog
 
     settings = Settings()
     settings.llm.provider, settings.llm.model = "ollama", "qwen2.5:3b"

@@ -13,12 +13,13 @@ from pathlib import Path
 
 from app.core.config import LlmConfig, Settings
 from app.llm.gguf import LocalModelError, check_gguf
-from app.platform.secrets import SecretStoreError, get_api_key
+from app.platform.secrets import SecretStoreError, get_api_key, url_with_credentials
 
 log = logging.getLogger(__name__)
 
 LOCAL_MODEL = "SmolLM2-135M-Instruct"
-"""The bundled model's name, as the client sends it and as prices and logs show it."""
+"""The bundled model's one name: what the embedded server answers to (``--model_alias``),
+what the client sends, and what prices, logs and ``doctor`` show."""
 NO_KEY = "not-needed"
 """The key sent where none is needed (the embedded server, a keyless local server): every
 key is redacted from all output, so it must be no word a message uses ("local" was)."""
@@ -69,6 +70,10 @@ def resolve_llm_endpoint(settings: Settings, *, base_url: str | None = None, api
     except SecretStoreError as exc:  # no keychain on this machine: the environment still works
         log.info("%s", exc)
         key = None
+    try:  # credentials Settings took out of the base URL, kept in the keychain for its host
+        url = url_with_credentials(url)
+    except SecretStoreError as exc:
+        log.info("%s", exc)
     chosen_model = model or os.environ.get("COPILOT_MODEL") or settings.llm.model
     if url is None and key is None:
         return None

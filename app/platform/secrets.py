@@ -13,6 +13,11 @@ Lookup order, first hit wins:
 Environment beats keychain because setting a variable is a deliberate, per-shell override.
 No error message from this module ever contains a key, and every key this module hands
 out is registered with :mod:`app.platform.redact`, so no output of the app can contain it either.
+
+Credentials written into a base URL (``https://user:password@host/v1``, or a token as the
+user-info) are a key too: Settings keeps them in the keychain under the host (username
+``<host> (base URL credentials)``), never in ``settings.toml``, and
+:func:`url_with_credentials` puts them back into the URL the client requests.
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ APP_ENV_VAR = "INTERVIEW_COPILOT_API_KEY"
 OPENAI_ENV_VAR = "OPENAI_API_KEY"
 OPENAI_HOST = "api.openai.com"
 _ENV_HINT = f"set {APP_ENV_VAR} in the environment or pass --api-key instead"
+_URL_HINT = "put the URL with its credentials in OPENAI_BASE_URL or pass --base-url instead"
 
 
 class SecretStoreError(Exception):
@@ -108,26 +114,100 @@ def set_api_key(base_url: str | None, key: str) -> None:
     if not key:
         raise ValueError("the API key is empty")
     host = keychain_username(base_url)
-    try:
-        keyring.set_password(SERVICE, host, key)
-    except Exception as exc:
-        raise SecretStoreError(_describe("save the API key to", host, exc, key)) from None
+    _store(host, key, "the API key", host)
 
 
 def delete_api_key(base_url: str | None) -> None:
     """Forget the stored key for ``base_url``'s host; nothing stored is not an error."""
     host = keychain_username(base_url)
+    _forget(host, "the API key", host)
+
+
+# --- credentials in the base URL ----------------------------------------------------------
+
+
+def split_url_credentials(url: str) -> tuple[str, str]:
+    """``url`` without its user-info, and that user-info (``user:password`` or a token; "" if none).
+
+    The user-info ends at the last "@" of the authority, as :mod:`app.platform.redact` reads
+    it: a password may hold a raw "@".
+    """
+    text = url.strip()
     try:
-        if keyring.get_password(SERVICE, host) is None:
+        netloc = urlsplit(text).netloc
+    except ValueError:  # malformed: left as typed, the caller's validation says why
+        return text, ""
+    userinfo, at, _host = netloc.rpartition("@")
+    if not at:
+        return text, ""
+    return text.replace(f"{userinfo}@", "", 1), userinfo
+
+
+def url_with_credentials(url: str | None) -> str | None:
+    """``url`` with the credentials kept in the keychain for its host put back into it.
+
+    A URL that carries user-info of its own keeps it. Raises :class:`SecretStoreError` when
+    the keychain fails.
+    """
+    if not url or split_url_credentials(url)[1]:
+        return url
+    userinfo = get_url_credentials(url)
+    scheme, sep, rest = url.strip().partition("://")
+    return f"{scheme}{sep}{userinfo}@{rest}" if userinfo and sep else url
+
+
+def get_url_credentials(base_url: str | None) -> str | None:
+    """The user-info stored for ``base_url``'s host, or None (registered for redaction)."""
+    host = keychain_username(base_url)
+    try:
+        stored = keyring.get_password(SERVICE, _credentials_account(host))
+    except Exception as exc:
+        raise SecretStoreError(_describe("read the base URL's credentials from", host, exc,
+                                         hint=_URL_HINT)) from None
+    if stored:
+        user, colon, password = stored.partition(":")
+        register_secret(password if colon else user)
+    return stored or None
+
+
+def set_url_credentials(base_url: str | None, userinfo: str) -> None:
+    """Store the user-info of a base URL (``user:password`` or a token) for its host."""
+    if not userinfo:
+        raise ValueError("the credentials are empty")
+    host = keychain_username(base_url)
+    _store(_credentials_account(host), userinfo, "the base URL's credentials", host, hint=_URL_HINT)
+
+
+def delete_url_credentials(base_url: str | None) -> None:
+    """Forget the base URL credentials stored for ``base_url``'s host, if any."""
+    host = keychain_username(base_url)
+    _forget(_credentials_account(host), "the base URL's credentials", host, hint=_URL_HINT)
+
+
+def _credentials_account(host: str) -> str:
+    return f"{host} (base URL credentials)"
+
+
+def _store(account: str, secret: str, what: str, host: str, *, hint: str = _ENV_HINT) -> None:
+    try:
+        keyring.set_password(SERVICE, account, secret)
+    except Exception as exc:
+        raise SecretStoreError(_describe(f"save {what} to", host, exc, secret, hint=hint)) from None
+
+
+def _forget(account: str, what: str, host: str, *, hint: str = _ENV_HINT) -> None:
+    """Delete one entry; nothing stored is not an error."""
+    try:
+        if keyring.get_password(SERVICE, account) is None:
             return
-        keyring.delete_password(SERVICE, host)
+        keyring.delete_password(SERVICE, account)
     except keyring.errors.PasswordDeleteError:
         return  # vanished between the check and the delete
     except Exception as exc:
-        raise SecretStoreError(_describe("delete the API key from", host, exc)) from None
+        raise SecretStoreError(_describe(f"delete {what} from", host, exc, hint=hint)) from None
 
 
-def _describe(action: str, host: str, exc: Exception, *secrets: str) -> str:
+def _describe(action: str, host: str, exc: Exception, *secrets: str, hint: str = _ENV_HINT) -> str:
     if isinstance(exc, keyring.errors.NoKeyringError):
         why = "no keychain service is available on this system"
     elif isinstance(exc, keyring.errors.KeyringLocked):
@@ -135,4 +215,4 @@ def _describe(action: str, host: str, exc: Exception, *secrets: str) -> str:
     else:
         detail = redact(str(exc), *secrets).strip().rstrip(".")
         why = f"{type(exc).__name__}: {detail}" if detail else type(exc).__name__
-    return f"Could not {action} the system keychain for {host} ({why}); {_ENV_HINT}."
+    return f"Could not {action} the system keychain for {host} ({why}); {hint}."
