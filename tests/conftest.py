@@ -17,7 +17,7 @@ from app.asr.decoder import WhisperDecoder
 from app.asr.model import load_model
 from app.core.events import Event, TokenEvent
 from app.platform.cores import limit_numpy_threads
-from tests.speech import have_espeak
+from tests.speech import require_espeak
 
 limit_numpy_threads()  # as the app does at start-up: no idle BLAS worker spinning beside each pass
 
@@ -36,6 +36,9 @@ SLOW_MODULES = {
     "tests.test_two_voices": "two voices replayed in real time",
     "tests.test_window_e2e": "the window driven through a whole interview",
     "tests.test_relay": "an nginx relay in front of the test server",
+    "tests.test_window_retry": "the window through a lost microphone, in real time",
+    "tests.test_cli_flags": "the whole app as a subprocess, per subcommand",
+    "tests.test_speech_fixture": "a child pytest per case",
 }
 """Modules whose tests run the app end to end; the rest is the quick tier."""
 
@@ -60,10 +63,13 @@ def decoder(whisper_model: object) -> WhisperDecoder:
     return WhisperDecoder(whisper_model)  # type: ignore[arg-type]
 
 
-@pytest.fixture(autouse=True)
-def _need_espeak(request: pytest.FixtureRequest) -> None:
-    if "speech" in request.fixturenames and not have_espeak():
-        pytest.fail("espeak-ng is missing: the test script installs it (apt-get install espeak-ng)")
+@pytest.fixture
+def speech() -> None:
+    """A test that synthesizes speech (espeak-ng) asks for this, by argument or with
+    ``@pytest.mark.usefixtures("speech")``: without espeak-ng it fails on Linux CI, naming
+    the package, and skips elsewhere.  (``tests.speech.synth`` checks the same, for tests
+    that call it without the fixture; tests/platform_marks.py marks both kinds.)"""
+    require_espeak()
 
 
 @pytest.fixture

@@ -30,7 +30,7 @@ from app.audio.device import STALL_TIMEOUT, pulse_source_of
 from app.audio.frames import FRAME_SAMPLES, SAMPLE_RATE
 from devtools.pulse import PulseDaemon
 from tests.patience import NEVER_S
-from tests.speech import have_espeak, read_wav, synth
+from tests.speech import read_wav, synth
 
 ROOT = Path(__file__).resolve().parents[1]
 SPEC = "pulse:vsink.monitor"
@@ -39,7 +39,7 @@ needs_pulse = pytest.mark.skipif(
     shutil.which("pulseaudio") is None or shutil.which("paplay") is None,
     reason="pulseaudio/paplay not installed (apt-get install pulseaudio pulseaudio-utils)",
 )
-needs_espeak = pytest.mark.skipif(not have_espeak(), reason="espeak-ng is not installed")
+needs_espeak = pytest.mark.usefixtures("speech")  # fails on Linux CI without espeak-ng
 STAGGER_S = 1.0
 """The second of two captures starts this long after the first delivered (_child_main)."""
 OUTAGE_S = 1.5

@@ -18,7 +18,7 @@ from app.audio import AudioError, FileSource, open_source
 from app.audio.frames import FRAME_SAMPLES, SAMPLE_RATE, AudioFrame
 from app.core.clock import SessionClock
 from tests.patience import NEVER_S
-from tests.speech import have_espeak, read_wav, synth
+from tests.speech import read_wav, synth
 
 
 def write_wav(path: Path, data: npt.NDArray[np.generic], rate: int, *, bits: int | None = None,
@@ -207,7 +207,7 @@ def test_integer_widths_keep_level_and_shape(tmp_path: Path, bits: int, extensib
     assert np.sqrt(np.mean(err**2)) / np.sqrt(np.mean(expected**2)) < tolerance
 
 
-@pytest.mark.skipif(not have_espeak(), reason="espeak-ng is not installed")
+@pytest.mark.usefixtures("speech")
 def test_speech_at_16khz_is_replayed_sample_exact(tmp_path: Path) -> None:
     clip = synth("Tell me about yourself.", tail_s=0.2)
     frames, _ = collect(FileSource(clip, SessionClock(), speed=0))
@@ -301,7 +301,7 @@ def _two_voices() -> tuple[npt.NDArray[np.int16], npt.NDArray[np.int16]]:
     return pad(left), pad(right)
 
 
-@pytest.mark.skipif(not have_espeak(), reason="espeak-ng is not installed")
+@pytest.mark.usefixtures("speech")
 def test_each_channel_of_a_two_channel_call_is_its_own_source(tmp_path: Path) -> None:
     left, right = _two_voices()
     path = write_wav(tmp_path / "call.wav", np.stack([left, right], axis=1), SAMPLE_RATE)

@@ -125,8 +125,66 @@ def test_an_unwritable_events_file_is_one_clear_sentence(tmp_path: Path) -> None
         _open_exclusively(str(tmp_path / "no such folder" / "events.jsonl"))
 
 
+def unlocked(path: str) -> bool:
+    """Could another run lock ``path`` now?  The fake msvcrt's regions; POSIX: ``flock`` on
+    a descriptor of our own (a lock held through another descriptor refuses it)."""
+    fake = sys.modules.get("msvcrt")
+    if isinstance(fake, FakeMsvcrt):
+        return not fake._live()
+    import fcntl
+
+    fd = os.open(path, os.O_WRONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return True
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
+
+
 def test_a_device_or_pipe_is_neither_locked_nor_truncated(platform: str) -> None:
+    if platform == "posix" and sys.platform == "win32":
+        pytest.skip("the posix case needs flock; the win32 case covers Windows")
     first = _open_exclusively(os.devnull)
     second = _open_exclusively(os.devnull)  # two runs may both throw their events away
-    first.close()
-    second.close()
+    try:
+        assert unlocked(os.devnull)
+        first.write('{"name": "status"}\n')
+        first.flush()
+    finally:
+        first.close()
+        second.close()
+
+
+@pytest.mark.skipif(not os.path.isdir("/dev/fd"), reason="no /dev/fd to name a pipe by")
+def test_a_pipe_keeps_what_it_holds_and_two_runs_may_share_it(platform: str) -> None:
+    """``--events /dev/stdout`` piped into a reader: what is in the pipe already stays
+    there (a truncate would fail on a pipe, or on a FIFO's file drop it), and the run's
+    lines follow it."""
+    if platform == "posix" and sys.platform == "win32":
+        pytest.skip("the posix case needs flock; the win32 case covers Windows")
+    read_end, write_end = os.pipe()
+    try:
+        os.write(write_end, b"an earlier writer's line\n")
+        path = f"/dev/fd/{write_end}"
+        first = _open_exclusively(path)
+        second = _open_exclusively(path)
+        try:
+            assert unlocked(path)
+            first.write('{"name": "final"}\n')
+            first.flush()
+            second.write('{"name": "token"}\n')
+            second.flush()
+        finally:
+            first.close()
+            second.close()
+        os.close(write_end)
+        write_end = -1
+        with os.fdopen(read_end, "rb") as reader:
+            read_end = -1
+            assert reader.read() == b'an earlier writer\'s line\n{"name": "final"}\n{"name": "token"}\n'
+    finally:
+        for fd in (read_end, write_end):
+            if fd >= 0:
+                os.close(fd)

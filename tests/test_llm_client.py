@@ -164,6 +164,12 @@ async def test_client_keepalive_expiry_would_drop_idle_connection(server: FakeSe
         await client.aclose()
 
 
+SERVER_IDLE_S = 3.0
+"""The idle time-out of the re-warm test's server: twenty of the client's re-warm periods,
+so only a loop stalled for most of it (not a busy machine's hiccup) lets it expire."""
+REWARM_S = 0.15
+
+
 async def test_server_idle_timeout_is_beaten_by_rewarm() -> None:
     with FakeServer(Profile(idle_timeout=0.5), api_key=KEY) as srv:
         cold = LlmClient(srv.base_url, KEY, MODEL, rewarm_idle_s=None, spare_connections=0)
@@ -177,16 +183,28 @@ async def test_server_idle_timeout_is_beaten_by_rewarm() -> None:
         finally:
             await cold.aclose()
 
-        srv.reset_stats()
-        warm = LlmClient(srv.base_url, KEY, MODEL, rewarm_idle_s=0.15, spare_connections=0)
+    def outlived(server: FakeServer) -> bool:
+        """On the server's own record: its first connection was used again after being
+        open for longer than the idle time-out."""
+        seen = server.requests()
+        return len(seen) >= 2 and seen[-1].started - (seen[0].ended or seen[0].started) > SERVER_IDLE_S
+
+    with FakeServer(Profile(idle_timeout=SERVER_IDLE_S), api_key=KEY) as srv:
+        warm = LlmClient(srv.base_url, KEY, MODEL, rewarm_idle_s=REWARM_S, spare_connections=0)
         try:
             await warm.start()
-            await asyncio.sleep(1.2)
+            assert await wait_until(lambda: outlived(srv))  # the re-warms alone, no chat yet
             _, done = await collect(warm, "With re-warm?")
             assert done.timing.connect is None
-            assert srv.connections_accepted == 1
         finally:
             await warm.aclose()
+        seen = srv.requests()
+    # Each request came before the server's idle deadline for the one before, on its clock:
+    # the re-warms kept the one connection the chat then used.
+    assert srv.connections_accepted == 1 and {r.connection_id for r in seen} == {seen[0].connection_id}
+    gaps = [b.started - (a.ended or a.started) for a, b in itertools.pairwise(seen)]
+    assert max(gaps) < SERVER_IDLE_S, gaps
+    assert [(r.method, r.path) for r in seen][-1] == ("POST", "/v1/chat/completions")
 
 
 async def test_head_trap_get_warming_keeps_the_connection(server: FakeServer) -> None:

@@ -5,30 +5,33 @@ nginx's default ``proxy_buffering on`` plus the ``gzip on`` most site configs ca
 and doctor's buffering check must flag the second and pass the first.  (nginx 1.22 with
 ``proxy_buffering on`` alone still forwarded each chunk to a client that reads fast, and
 ``gzip`` alone is flushed per chunk when buffering is off; together they hold the whole
-answer until it is complete, which is the trap users hit.)  Time to first token through
-the good relay is compared with going direct; the bound is generous, the precise figure
-is printed (``-s``) for reports.
+answer until it is complete, which is the trap users hit.)  That the good relay adds no
+wait is shown without timing this machine: an upstream that writes each token only once
+the client has received the one before (lockstep) streams through it to the end, which
+it could not if the relay held any token back for a later one.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
 import re
 import shutil
 import socket
-import statistics
 import subprocess
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
 
-from app.frontends.doctor import DoctorOptions, Target, analyse_arrivals, check_buffering, measure_arrivals
-from app.llm.client import Done, LlmClient
+from app.frontends.doctor import DoctorOptions, Target, check_buffering
+from app.llm.client import Delta, LlmClient
 from devtools.fake_server import FakeServer, Profile
+from tests.patience import NEVER_S
 
 RECIPE = Path(__file__).resolve().parent.parent / "packaging" / "relay" / "nginx.conf"
 KEY = "relay-test-key"
@@ -114,21 +117,90 @@ def upstream_port(server: FakeServer) -> int:
     return int(server.base_url.rsplit(":", 1)[1].split("/")[0])
 
 
-async def first_token_median(url: str, n: int = 9) -> float:
-    """Median time to first token over ``n`` requests on one warm client."""
-    client = LlmClient(url, KEY, MODEL, rewarm_idle_s=None, spare_connections=0)
-    samples: list[float] = []
+LOCKSTEP_TOKENS = 24
+
+
+@dataclass
+class Lockstep:
+    """An OpenAI-compatible upstream that writes token ``n + 1`` only once the client says
+    it has token ``n`` (:meth:`received`).  Through a relay that holds anything back the
+    stream stalls; after ``patience`` seconds the rest is sent anyway and the token it
+    waited for is kept in ``held_at``, so a buffering relay fails the test instead of
+    hanging it."""
+
+    patience: float = NEVER_S
+    tokens: list[str] = field(default_factory=lambda: [f" w{i}" for i in range(LOCKSTEP_TOKENS)])
+    held_at: int | None = None
+    written: int = 0
+    _seen: asyncio.Queue[int] = field(default_factory=asyncio.Queue)
+
+    def received(self, count: int) -> None:
+        self._seen.put_nowait(count)
+
+    async def _wait_for(self, count: int) -> bool:
+        try:
+            async with asyncio.timeout(self.patience):
+                while await self._seen.get() < count:
+                    pass
+        except TimeoutError:
+            return False
+        return True
+
+    async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        head = await reader.readuntil(b"\r\n\r\n")
+        length = next((int(line.split(b":", 1)[1]) for line in head.split(b"\r\n")
+                       if line.lower().startswith(b"content-length:")), 0)
+        await reader.readexactly(length)
+
+        async def chunk(data: bytes) -> None:
+            writer.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
+            await writer.drain()
+
+        def event(delta: dict[str, str], finish: str | None = None) -> bytes:
+            body = {"id": "chatcmpl-lockstep", "object": "chat.completion.chunk", "created": 0,
+                    "model": MODEL, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+            return b"data: " + json.dumps(body).encode() + b"\n\n"
+
+        writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
+                     b"Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n")
+        for n, token in enumerate(self.tokens):
+            if n and self.held_at is None and not await self._wait_for(n):
+                self.held_at = n  # the client never got token n - 1: the relay holds it
+            await chunk(event({"content": token}))
+            self.written = n + 1
+        await chunk(event({}, "stop"))
+        await chunk(b"data: [DONE]\n\n")
+        writer.write(b"0\r\n\r\n")
+        await writer.drain()
+        writer.close()
+
+
+async def stream_in_lockstep(tmp: Path, *, buffering: bool, patience: float = NEVER_S
+                             ) -> tuple[Lockstep, list[tuple[int, str]]]:
+    """Stream one answer from a :class:`Lockstep` upstream through nginx with the product's
+    client; returns the upstream and, per token received, how many the upstream had written."""
+    upstream = Lockstep(patience)
+    server = await asyncio.start_server(upstream.handle, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    received: list[tuple[int, str]] = []
     try:
-        await client.start()
-        for i in range(n + 1):
-            messages = [{"role": "user", "content": f"Question {i}?"}]
-            async with contextlib.aclosing(client.stream_chat(messages, max_tokens=3, temperature=0.0)) as s:
-                async for item in s:
-                    if isinstance(item, Done) and i > 0 and item.timing.first_token is not None:
-                        samples.append(item.timing.first_token)
+        with nginx(port, tmp, buffering=buffering) as url:
+            client = LlmClient(url, KEY, MODEL, rewarm=False, spare_connections=0,
+                               first_token_timeout=3 * NEVER_S, stall_timeout=3 * NEVER_S)
+            try:
+                messages = [{"role": "user", "content": "Count for me."}]
+                async with contextlib.aclosing(client.stream_chat(messages, max_tokens=64,
+                                                                  temperature=0.0)) as stream:
+                    async for item in stream:
+                        if isinstance(item, Delta):
+                            received.append((upstream.written, item.text))
+                            upstream.received(len(received))
+            finally:
+                await client.aclose()
     finally:
-        await client.aclose()
-    return statistics.median(samples)
+        server.close()
+        await server.wait_closed()
+    return upstream, received
 
 
 def test_buffering_relay_is_flagged(upstream: FakeServer, tmp_path: Path) -> None:
@@ -143,12 +215,20 @@ def test_buffering_relay_is_flagged(upstream: FakeServer, tmp_path: Path) -> Non
 def test_good_relay_streams_and_adds_no_latency(upstream: FakeServer, tmp_path: Path) -> None:
     with nginx(upstream_port(upstream), tmp_path / "good", buffering=False) as url:
         result = asyncio.run(check_buffering(target(url), DoctorOptions()))
-        print(f"\ngood relay: {result.status}: {result.detail}")
-        assert result.status == "pass", result.detail
-        arrivals = asyncio.run(measure_arrivals(target(url), DoctorOptions()))
-        assert analyse_arrivals(arrivals).bursts >= 20  # token by token, as the server wrote them
-        relay = asyncio.run(first_token_median(url))
-    direct = asyncio.run(first_token_median(upstream.base_url))
-    print(f"first token median: direct {direct * 1000:.1f} ms, through nginx {relay * 1000:.1f} ms, "
-          f"difference {(relay - direct) * 1000:+.1f} ms")
-    assert abs(relay - direct) < 0.030
+    print(f"\ngood relay: {result.status}: {result.detail}")
+    assert result.status == "pass", result.detail
+    # Each token reaches the client before the upstream writes the next: the relay passes
+    # every write on as it comes, holding nothing back for a later one.
+    lockstep, received = asyncio.run(stream_in_lockstep(tmp_path / "lockstep", buffering=False))
+    assert lockstep.held_at is None, f"the relay held token {lockstep.held_at - 1} back"
+    assert [text for _, text in received] == lockstep.tokens
+    assert [written for written, _ in received] == list(range(1, LOCKSTEP_TOKENS + 1))
+
+
+def test_a_buffering_relay_holds_tokens_back_in_lockstep(tmp_path: Path) -> None:
+    """The lockstep upstream tells the two relays apart: the buffered one keeps the first
+    token until more is written, so the upstream waits for the client in vain (for 2 s
+    here, not the suite's bound: waiting in vain is this relay's expected behaviour)."""
+    lockstep, received = asyncio.run(stream_in_lockstep(tmp_path / "lockstep", buffering=True, patience=2.0))
+    assert lockstep.held_at == 1
+    assert [text for _, text in received] == lockstep.tokens  # all of it, once the upstream gave up

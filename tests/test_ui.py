@@ -49,7 +49,7 @@ from app.ui.hotkeys import HotkeyError, NullBackend, parse_hotkey
 from app.ui.hotkeys.macos import to_carbon
 from app.ui.hotkeys.windows import to_windows
 from app.ui.hotkeys.x11 import to_pynput
-from app.ui.settings_dialog import SettingsDialog
+from app.ui.settings import SettingsDialog
 from app.ui.window import MainWindow
 from tests.ui_fakes import AcceptingBackend, FakeController, MemoryKeyring, RefusingBackend
 
@@ -738,9 +738,13 @@ def test_a_lost_device_is_an_error_banner_and_the_window_keeps_listening(
     qtbot: QtBot, window: MainWindow, controller: FakeController
 ) -> None:
     """The window waits for the device to come back (a headless run ends instead): the
-    loss is an error banner naming the device, and the session stays where it was."""
+    loss is an error banner naming the device, and the session stays where it was: the
+    window neither stops it nor shows it stopped, and follows the voice once it is back.
+    (With the real Session and device source: tests/test_window_retry.py.)"""
     from app.session.listener import AUDIO_ERROR
 
+    window.start_button.click()
+    assert controller.calls == ["start"] and window.start_button.text() == "Stop listening"
     lost = ("Audio device 'pulse:vsink.monitor' was lost (the stream stopped). Check that it is "
             "plugged in; retrying every 1 s.")
     controller.emit_from_thread([SessionStateEvent(t=0.5, state="listening"),
@@ -749,6 +753,11 @@ def test_a_lost_device_is_an_error_banner_and_the_window_keeps_listening(
     banner = window.banners.banners[0]
     assert banner.level == "error" and "pulse:vsink.monitor" in banner.text() and "was lost" in banner.text()
     assert not window.banners.isHidden()
+    assert controller.calls == ["start"]  # the window did not stop the session
+    assert window.status.state == "listening" and window.start_button.text() == "Stop listening"
+    controller.emit_from_thread([VadEvent(t=3.0, speech=True)])  # the device is back: a voice
+    qtbot.waitUntil(lambda: window.status.state == "speaking", timeout=3000)
+    assert window.start_button.text() == "Stop listening"
 
 
 def test_echo_status_is_a_banner_suggesting_headphones(
