@@ -14,11 +14,21 @@ and a native crash cannot take the app down).
 ``packaging/entry.py`` also accepts ``-m llama_cpp.server …`` as an alias, so an
 unmodified ``[sys.executable, "-m", "llama_cpp.server", …]`` command works in the bundle
 too; :func:`llama_server_command` is the explicit way to build the command.
+
+Both paths end in :func:`serve`, not in llama_cpp.server's own ``main()``: that one reads
+``HOST``, ``PORT`` and ``CONFIG_FILE`` from the environment, starts without a credential,
+and lets every web origin in (CORS ``*``).  :func:`serve` builds the same FastAPI app with
+the run's credential (from the environment, :mod:`app.llm.child_env`), removes its CORS
+middleware, puts :class:`app.llm.server_guard.Guard` in front of it and serves it on
+127.0.0.1 only: on the listening socket the app bound and handed over (``--listen_fd``,
+POSIX), or on ``--port``, bound at once and exclusively (Windows).
 """
 
 from __future__ import annotations
 
+import argparse
 import os
+import socket
 import sys
 from collections.abc import Sequence
 
@@ -26,6 +36,9 @@ RUN_FLAG = "--run-llama-server"
 """Hidden first argument of the bundle's executable: run llama_cpp.server in-process."""
 
 MODULE = "llama_cpp.server"
+LOOPBACK = "127.0.0.1"
+LISTEN_FD = "--listen_fd"
+"""The listening socket the app bound and the child inherited (POSIX): no port race."""
 
 
 def is_frozen() -> bool:
@@ -54,25 +67,74 @@ def server_args(argv: Sequence[str]) -> list[str] | None:
 
 
 def run_server(args: Sequence[str]) -> int:
-    """Run ``llama_cpp.server``'s ``main()`` in this process with ``args``; blocks until
-    the server exits (SIGTERM from :class:`app.llm.local_server.LocalServer`), or the app that
-    started it ends (:func:`app.llm.child_guard.watch_parent`)."""
+    """Run the embedded server in this process with ``args``; blocks until it exits
+    (SIGTERM from :class:`app.llm.local_server.LocalServer`), or the app that started it
+    ends (:func:`app.llm.child_guard.watch_parent`)."""
     from app.llm.child_guard import watch_parent
 
     _ensure_std_streams()
     watch_parent()
     try:
-        from llama_cpp.server.__main__ import main
+        import llama_cpp.server.app  # noqa: F401 - the web stack: fastapi, uvicorn, sse-starlette
     except ImportError as exc:
         print(f"the embedded local LLM is not part of this build: {exc}", file=sys.stderr)
         return 3
-    sys.argv = [f"{sys.argv[0]} {RUN_FLAG}", *args]
     try:
-        main()  # type: ignore[no-untyped-call]
-    except SystemExit as exc:  # argparse errors and uvicorn's own exit
+        return serve(args)
+    except SystemExit as exc:  # argparse's --help and errors, uvicorn's own exit
         code = exc.code
         return code if isinstance(code, int) else (0 if code is None else 1)
+
+
+def serve(args: Sequence[str]) -> int:
+    """llama_cpp.server's app, answering this app only (see the module's docstring)."""
+    import uvicorn
+    from fastapi.middleware.cors import CORSMiddleware
+    from llama_cpp.server.app import create_app
+    from llama_cpp.server.cli import add_args_from_model
+    from llama_cpp.server.settings import ConfigFileSettings, ModelSettings, ServerSettings, Settings
+
+    from app.llm.child_env import KEY_ENV, scrub, settings_names
+    from app.llm.server_guard import Guard
+
+    parser = argparse.ArgumentParser(prog=f"{os.path.basename(sys.argv[0])} {RUN_FLAG}",
+                                     description="llama.cpp's server, answering Interview Copilot only")
+    add_args_from_model(parser, Settings)
+    parser.add_argument(LISTEN_FD, type=int, help="a listening socket to serve on (inherited)")
+    given = {name: value for name, value in vars(parser.parse_args(args)).items() if value is not None}
+    key = os.environ.pop(KEY_ENV, "")
+    # Before any settings class reads the environment: its field names are variables too.
+    scrub(os.environ, settings_names(Settings, ConfigFileSettings) | {"config_file", "host", "port"})
+    if not key:
+        print(f"no credential in {KEY_ENV}: the embedded server never runs without one", file=sys.stderr)
+        return 2
+    if given.pop("api_key", None) is not None or given.pop("host", LOOPBACK) != LOOPBACK:
+        print(f"the credential comes from {KEY_ENV}, and the server listens on {LOOPBACK} only",
+              file=sys.stderr)
+        return 2
+    listener = _listener(given.pop("listen_fd", None), int(given.pop("port", 0)))
+    server = ServerSettings(**{k: v for k, v in given.items() if k in ServerSettings.model_fields},
+                            host=LOOPBACK, port=listener.getsockname()[1], api_key=key)
+    model = ModelSettings(**{k: v for k, v in given.items() if k in ModelSettings.model_fields})
+    app = create_app(server_settings=server, model_settings=[model])  # loads the model
+    app.user_middleware = [m for m in app.user_middleware if m.cls is not CORSMiddleware]
+    config = uvicorn.Config(Guard(app, key), host=LOOPBACK, port=server.port, workers=1, proxy_headers=False,
+                            forwarded_allow_ips=[])
+    uvicorn.Server(config).run(sockets=[listener])
     return 0
+
+
+def _listener(fd: int | None, port: int) -> socket.socket:
+    """The socket to serve on: the app's (``fd``), or one bound to ``port`` right away,
+    before the model loads, so the port chosen for us is ours as early as can be."""
+    if fd is not None:
+        return socket.socket(fileno=fd)
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    if sys.platform == "win32":  # no other socket may bind it too and take connections
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_EXCLUSIVEADDRUSE, 1)
+    sock.bind((LOOPBACK, port))
+    sock.listen(64)
+    return sock
 
 
 def _ensure_std_streams() -> None:

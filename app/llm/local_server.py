@@ -13,6 +13,13 @@ streams — the next question's, even a ``GET /models`` (served under the same l
 ends that answer, and the demo's first answer was lost to the second question.  A
 replaced guess needs no interrupt: the client closes it and the server stops at its
 next token.
+
+It answers this app only.  Each server gets a random credential (:attr:`LocalServer.api_key`,
+handed over in a cleaned environment: :mod:`app.llm.child_env`) that every request must
+carry; it listens on 127.0.0.1 only, refuses browsers (:mod:`app.llm.server_guard`), and
+proves it is our own child before it is sent the credential or a prompt
+(:mod:`app.llm.server_identity`).  Its log is private to the user and removed once it
+stopped cleanly.
 """
 
 from __future__ import annotations
@@ -21,8 +28,11 @@ import atexit
 import contextlib
 import importlib.util
 import os
+import secrets
+import shutil
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -31,14 +41,18 @@ from typing import IO, Self
 
 import httpx2
 
-from app.llm.bundle_server import llama_server_command
+from app.core.private import DIR_MODE, private_fd
+from app.llm.bundle_server import LISTEN_FD, llama_server_command
+from app.llm.child_env import server_environment
 from app.llm.child_guard import spawn
+from app.llm.endpoint import LOCAL_MODEL
 from app.llm.errors import LlmError
 from app.llm.gguf import LocalModelError, check_gguf
+from app.llm.server_identity import NotOurServer, prove
 from app.platform.bundled import GGUF_NAME, cpu_problem, fast_model, llama_cpp_installed
 from app.platform.cores import server_threads
+from app.platform.redact import register_secret
 
-MODEL_ALIAS = "smollm2-135m-instruct"
 BUNDLED_N_CTX = 2048
 """The bundled model's context: its compact prompt keeps no history (app.prompt.builder)."""
 CHOSEN_N_CTX = 8192
@@ -64,11 +78,28 @@ def llama_cpp_available() -> bool:
         return False
 
 
+HAND_OVER_SOCKET = sys.platform != "win32"
+"""POSIX: the app binds the port and the child inherits the listening socket (``pass_fds``),
+so no other program can take the port between the two.  Windows' ``Popen`` hands over no
+sockets: there the port is chosen by binding and closing, the child binds it at once and
+exclusively, and the identity check (:mod:`app.llm.server_identity`) finds out a program
+that took it first, before it is sent anything."""
+
+
 def _free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind(("127.0.0.1", 0))
         port: int = sock.getsockname()[1]
         return port
+
+
+def _listen() -> tuple[socket.socket | None, int]:
+    """The socket to hand to the child and its port; (None, a free port) where none is handed."""
+    if not HAND_OVER_SOCKET:
+        return None, _free_port()
+    sock = socket.create_server(("127.0.0.1", 0))
+    port: int = sock.getsockname()[1]
+    return sock, port
 
 
 class LocalServer:
@@ -89,13 +120,26 @@ class LocalServer:
         self.n_threads = n_threads or server_threads()
         """Unset: what the recogniser and the words model leave (see :mod:`app.platform.cores`)."""
         self.log_path = Path(log_path) if log_path is not None else None
-        self.model = model_alias or (MODEL_ALIAS if model_path is None else Path(model_path).stem)
+        """The server's log; unset: a file in a private folder of its own, made by :meth:`start`."""
+        self.model = model_alias or (LOCAL_MODEL if model_path is None else Path(model_path).stem)
         """The name the server answers to (``--model_alias``): a chosen file's stem."""
         self.base_url = ""
+        self.api_key = secrets.token_urlsafe(32)
+        """This server's credential: requests without it are refused (401)."""
+        register_secret(self.api_key)  # never in a log, a status or an error
         self._proc: subprocess.Popen[bytes] | None = None
         self._log: IO[bytes] | None = None
+        self._log_dir: Path | None = None
+        """The private folder :meth:`start` made for the log (removed after a clean stop)."""
+        self._keep_log = False
+        """A failed start or a server that ended on its own: the log stays, for the message."""
         self._stopped = False
         """Set by :meth:`stop` from any thread: a start still in progress gives up."""
+
+    @property
+    def auth_headers(self) -> dict[str, str]:
+        """What a request to this server carries (LlmClient sends :attr:`api_key` as its key)."""
+        return {"Authorization": f"Bearer {self.api_key}"}
 
     @property
     def pid(self) -> int | None:
@@ -105,12 +149,14 @@ class LocalServer:
         return self._proc is not None and self._proc.poll() is None
 
     def start(self, timeout: float | None = None, *, warm_model: bool = True) -> str:
-        """Start the server and wait until ``GET /v1/models`` answers; returns the base URL.
+        """Start the server and wait until it proves it is our child; returns the base URL
+        (requests to it carry :attr:`api_key`).
 
         Raises :class:`LlmError` (kind ``not_found``) with the install hint when
         llama-cpp-python or the bundled model is missing, naming the file and the reason
-        when a chosen model is missing or not GGUF, and (kind ``server``) with the tail of
-        the server's log when it exits or does not come up in time (a damaged GGUF).
+        when a chosen model is missing or not GGUF, (kind ``server``) with the tail of the
+        server's log when it exits or does not come up in time (a damaged GGUF), and (kind
+        ``server``) naming the port when another program answers there instead.
         """
         if self.running():
             return self.base_url
@@ -130,27 +176,41 @@ class LocalServer:
         if not llama_cpp_available() or model is None or not Path(model).is_file():
             missing = "llama-cpp-python" if not llama_cpp_available() else f"the model {GGUF_NAME}"
             raise LlmError("not_found", f"{INSTALL_HINT} ({missing} is missing)", retryable=False)
-        port = _free_port()
-        if self.log_path is None:
-            fd, name = tempfile.mkstemp(prefix="llama-server-", suffix=".log")
-            os.close(fd)
-            self.log_path = Path(name)
-        self._log = open(self.log_path, "wb")  # noqa: SIM115 - lives as long as the process
-        cmd = llama_server_command([
-            "--model", str(model),
-            "--model_alias", self.model,
-            "--host", "127.0.0.1",
-            "--port", str(port),
-            "--n_ctx", str(self.n_ctx),
-            "--n_threads", str(self.n_threads),
-            "--n_threads_batch", str(self.n_threads),
-            "--interrupt_requests", "False",
-            "--verbose", "False",
-        ])  # fmt: skip
-        # Tied to the app's life: a killed app leaves no server (app.llm.child_guard).
-        proc = self._proc = spawn(cmd, stdin=subprocess.DEVNULL, stdout=self._log, stderr=subprocess.STDOUT)
+        listener, port = _listen()
+        try:
+            log = self._open_log()
+            where = [LISTEN_FD, str(listener.fileno())] if listener is not None else ["--port", str(port)]
+            cmd = llama_server_command([
+                "--model", str(model),
+                "--model_alias", self.model,
+                *where,
+                "--n_ctx", str(self.n_ctx),
+                "--n_threads", str(self.n_threads),
+                "--n_threads_batch", str(self.n_threads),
+                "--interrupt_requests", "False",
+                "--verbose", "False",
+            ])  # fmt: skip
+            handed = {"pass_fds": (listener.fileno(),)} if listener is not None else {}
+            # Tied to the app's life: a killed app leaves no server (app.llm.child_guard).  The
+            # credential goes in the environment, never on the command line (app.llm.child_env).
+            self._proc = spawn(cmd, env=server_environment(self.api_key), stdin=subprocess.DEVNULL,
+                               stdout=log, stderr=subprocess.STDOUT, **handed)
+        except BaseException:
+            self.stop()
+            raise
+        finally:
+            if listener is not None:
+                listener.close()  # the child's now: the port lives and dies with it
         atexit.register(self.stop)
         self.base_url = f"http://127.0.0.1:{port}/v1"
+        self._wait_until_up(self._proc, port, timeout)
+        if warm_model:
+            self._warm_model()
+        return self.base_url
+
+    def _wait_until_up(self, proc: subprocess.Popen[bytes], port: int, timeout: float) -> None:
+        """Until the server proves it is our child (:func:`app.llm.server_identity.prove`):
+        whatever else answers on the port is never sent the credential or a prompt."""
         deadline = time.monotonic() + timeout
         with httpx2.Client(timeout=httpx2.Timeout(2.0), trust_env=False) as http:
             while True:
@@ -158,22 +218,29 @@ class LocalServer:
                     self.stop()
                     raise LlmError("server", "The local LLM server was stopped while starting.",
                                    retryable=False)
+                try:
+                    if prove(http, f"http://127.0.0.1:{port}", self.api_key):
+                        return
+                except NotOurServer as exc:
+                    self._fail()
+                    raise LlmError(
+                        "server",
+                        f"Another program answers on 127.0.0.1:{port}, the port chosen for the local LLM, "
+                        f"and it is not the local LLM server ({exc}): it was sent nothing. Start again; if "
+                        "this repeats, a program on this computer is taking the port.",
+                        retryable=False,
+                    ) from exc
                 if proc.poll() is not None:
                     code = proc.returncode
-                    self.stop()
+                    self._fail()
                     raise LlmError(
                         "server",
                         f"The local LLM server exited (code {code}) while starting. "
                         f"Last log lines ({self.log_path}):\n{self.log_tail()}",
                         retryable=False,
                     )
-                with contextlib.suppress(httpx2.TransportError):
-                    if http.get(f"{self.base_url}/models").status_code == 200:
-                        if warm_model:
-                            self._warm_model(http)
-                        return self.base_url
                 if time.monotonic() > deadline:
-                    self.stop()
+                    self._fail()
                     raise LlmError(
                         "timeout",
                         f"The local LLM server did not answer within {timeout:g} s. "
@@ -182,12 +249,31 @@ class LocalServer:
                     )
                 time.sleep(0.1)
 
-    def _warm_model(self, http: httpx2.Client) -> None:
+    def _open_log(self) -> IO[bytes]:
+        """The server's log, readable by the user alone: unless the caller named a file, in a
+        folder of its own (0700, the file 0600, whatever the umask: ``mkdtemp`` and
+        :mod:`app.core.private`), as the server may log what it was asked.  On Windows the
+        temporary folder is in the user's profile, whose ACL already keeps others out."""
+        if self.log_path is None:
+            self._log_dir = Path(tempfile.mkdtemp(prefix="interview-copilot-llm-"))
+            if sys.platform != "win32":
+                os.chmod(self._log_dir, DIR_MODE)
+            self.log_path = self._log_dir / "llama-server.log"
+        self._log = open(private_fd(self.log_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC), "wb")  # noqa: SIM115
+        return self._log
+
+    def _fail(self) -> None:
+        """Stop a server that did not come up, keeping its log for the error message."""
+        self._keep_log = True
+        self.stop()
+
+    def _warm_model(self) -> None:
         """One 1-token completion: the first evaluation after loading is ~10x slower
         (buffers allocated, weights paged in), and that should not be the first answer."""
-        with contextlib.suppress(httpx2.HTTPError):
+        with contextlib.suppress(httpx2.HTTPError), httpx2.Client(trust_env=False) as http:
             http.post(
                 f"{self.base_url}/chat/completions",
+                headers=self.auth_headers,
                 json={
                     "model": self.model,
                     "messages": [{"role": "user", "content": "Hi"}],
@@ -200,7 +286,9 @@ class LocalServer:
         """Terminate the server (SIGTERM, then SIGKILL after ``timeout``); any thread."""
         self._stopped = True
         proc, self._proc = self._proc, None
-        if proc is not None and proc.poll() is None:
+        if proc is not None and proc.poll() is not None:
+            self._keep_log = True  # it ended on its own: what it logged says why
+        elif proc is not None:
             proc.terminate()
             try:
                 proc.wait(timeout)
@@ -210,6 +298,9 @@ class LocalServer:
         if self._log is not None:
             self._log.close()
             self._log = None
+        if self._log_dir is not None and not self._keep_log:
+            shutil.rmtree(self._log_dir, ignore_errors=True)
+            self._log_dir = None
         with contextlib.suppress(Exception):
             atexit.unregister(self.stop)
 

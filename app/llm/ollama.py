@@ -15,6 +15,8 @@ from urllib.parse import urlsplit
 
 import httpx2
 
+from app.llm.loopback import trust_env
+
 DEFAULT_HOST = "127.0.0.1:11434"
 """Where Ollama listens unless ``OLLAMA_HOST`` says otherwise (its own default)."""
 PROBE_TIMEOUT_S = 1.0
@@ -58,7 +60,8 @@ def find_ollama(timeout: float = PROBE_TIMEOUT_S,
     for any reason means "not offered")."""
     root = ollama_root(environ)
     try:
-        with httpx2.Client(timeout=httpx2.Timeout(timeout), trust_env=False) as http:
+        # Loopback (the usual case): never through a proxy; a remote OLLAMA_HOST: as the user set it.
+        with httpx2.Client(timeout=httpx2.Timeout(timeout), trust_env=trust_env(root)) as http:
             reply = http.get(f"{root}/api/tags")
         if reply.status_code != 200:
             return None

@@ -76,7 +76,8 @@ def answer(http: httpx2.Client, server: LocalServer, question: str, timeout: flo
             "max_tokens": 40, "temperature": 0.0, "stream": True}
     started = time.perf_counter()
     first = None
-    with http.stream("POST", f"{server.base_url}/chat/completions", json=body) as response:
+    with http.stream("POST", f"{server.base_url}/chat/completions", json=body,
+                     headers=server.auth_headers) as response:
         for line in response.iter_lines():
             elapsed = time.perf_counter() - started
             if first is None and line.startswith("data: {") and _content(line):

@@ -63,7 +63,7 @@ from app.asr.decoder import WhisperDecoder, load_decoder
 from app.core.config import Settings
 from app.core.events import Event, EventBus, FinalEvent, PartialEvent, RequestEvent, SpeculateEvent
 from app.core.text import question_key, tags_of, words
-from app.llm.endpoint import LOCAL_MODEL, NO_KEY, LlmEndpoint
+from app.llm.endpoint import LOCAL_MODEL, LlmEndpoint
 from app.observing.percentile import median, p95
 from app.observing.timeline import Timeline, TurnStages
 from app.platform.cores import cores
@@ -266,7 +266,7 @@ class _endpoint:
 
             server = LocalServer()
             self._local = server
-            return LlmEndpoint(server.start(), NO_KEY, LOCAL_MODEL, local=True)
+            return LlmEndpoint(server.start(), server.api_key, LOCAL_MODEL, local=True)
         # The checkout holding devtools goes on the child's path: `interview-copilot bench`
         # from an editable install finds devtools beside app, not through sys.path.
         root = str(Path(__file__).resolve().parents[2])

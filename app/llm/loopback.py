@@ -1,0 +1,42 @@
+"""Is an endpoint on this machine?  Then no proxy stands between the app and it.
+
+``HTTP_PROXY``/``HTTPS_PROXY``/``ALL_PROXY`` (and, on Windows and macOS, the system's proxy
+settings, which httpx2 reads with them) are for reaching the internet.  A prompt for the
+embedded server, Ollama or any server on 127.0.0.1 sent through them would hand the
+résumé and the transcript to the proxy, and a proxy cannot reach the loopback of this
+machine anyway.  So every HTTP client built for a loopback URL is built with
+``trust_env=False`` (:func:`trust_env`); a remote endpoint keeps honouring them.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from urllib.parse import urlsplit
+
+
+def is_loopback(url: str) -> bool:
+    """Whether ``url``'s host is this machine's loopback: ``localhost``, 127.0.0.0/8,
+    ``::1`` (or an IPv4-mapped 127.x).  Other names are never resolved here: a name that
+    the resolver maps to 127.0.0.1 is still the proxy's to reach, as the user set it."""
+    try:
+        host = urlsplit(url.strip()).hostname
+    except ValueError:
+        return False
+    if not host:
+        return False
+    host = host.rstrip(".").lower()
+    if host == "localhost":
+        return True
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+        address = address.ipv4_mapped
+    return address.is_loopback
+
+
+def trust_env(url: str) -> bool:
+    """httpx2's ``trust_env`` for a client of ``url``: False on loopback (no proxy from the
+    environment or the system), True elsewhere."""
+    return not is_loopback(url)
