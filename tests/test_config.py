@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from app.core.config import Settings, load_settings, save_settings
+from app.core.config import ConfigProblem, Settings, load_settings, save_settings
 from app.platform.cores import pass_threads
 
 TYPED = [
@@ -105,3 +105,89 @@ def test_a_language_table_replaces_only_the_lists_it_names(tmp_path: Path) -> No
     assert settings.turns.words_of("ja").fillers == ["えと"]
     assert settings.turns.words_of("en") == Settings().turns.words_of("en")
     assert "えと" in settings.turns.all_words("fillers")
+
+
+def _load(tmp_path: Path, text: str) -> tuple[Settings, list[ConfigProblem]]:
+    path = tmp_path / "settings.toml"
+    path.write_text(text, encoding="utf-8")
+    return load_settings(path)
+
+
+ISSUE_42 = """\
+[asr]
+glossary = ["ok", 2]
+
+[llm]
+base_url = "http://localhost:8080/v1"
+model = "gpt-4o"
+"""
+
+
+def test_a_bad_list_item_is_left_out_and_every_other_setting_stays(tmp_path: Path) -> None:
+    """Issue 42: one bad item used to reset every setting (the endpoint and model with
+    them) and say so 64 times."""
+    settings, problems = _load(tmp_path, ISSUE_42)
+    assert settings.asr.glossary == ["ok"]
+    assert (settings.llm.base_url, settings.llm.model) == ("http://localhost:8080/v1", "gpt-4o")
+    assert [(p.key, p.line, p.outcome) for p in problems] == [("asr.glossary[1]", 2, "left out")]
+    assert str(problems[0]).startswith(f"{tmp_path / 'settings.toml'}:2: asr.glossary[1]: ")
+
+
+def test_bad_values_deep_down_fall_back_alone_each_said_once_at_its_line(tmp_path: Path) -> None:
+    settings, problems = _load(tmp_path, """\
+[turns]
+endpoint_silence_ms = 700
+
+[turns.words.en]
+end_words = ["right?"]
+
+[turns.words.zh]
+end_words = ["对吧", 3, "是不是", 4.5]
+fillers = 7
+thinking_words = ["然后"]
+
+[prices.mine]
+input_per_mtok = -1
+output_per_mtok = 2.0
+
+[prices.theirs]
+input_per_mtok = 1.0
+cached_input_per_mtok = 0.5
+output_per_mtok = 4.0
+""")
+    zh = settings.turns.words_of("zh")
+    assert zh.end_words == ["对吧", "是不是"] and zh.thinking_words == ["然后"]
+    assert zh.fillers == Settings().turns.words_of("zh").fillers  # the default list
+    assert settings.turns.words_of("en").end_words == ["right?"] and settings.turns.endpoint_silence_ms == 700
+    assert list(settings.prices) == ["theirs"] and settings.prices["theirs"].output_per_mtok == 4.0
+    assert [(p.key, p.line, p.outcome) for p in problems] == [
+        ("turns.words.zh.end_words[1]", 8, "left out"), ("turns.words.zh.end_words[3]", 8, "left out"),
+        ("turns.words.zh.fillers", 9, "using the default instead"),
+        ("prices.mine", 12, "left out")]
+    # the price with no default for the field it got wrong goes whole, in one problem
+    assert "input_per_mtok: Input should be greater than or equal to 0" in problems[-1].message
+    assert "cached_input_per_mtok: Field required" in problems[-1].message
+
+
+def test_a_section_of_the_wrong_type_falls_back_whole_and_alone(tmp_path: Path) -> None:
+    settings, problems = _load(tmp_path, 'asr = "tiny"\n\n[vad]\naggressiveness = 3\n\n[ui]\ntheme = "dark"\n'
+                                         'unknown = 1\n')
+    assert settings.asr == Settings().asr
+    assert (settings.vad.aggressiveness, settings.ui.theme) == (3, "dark")
+    assert [(p.key, p.line, p.outcome) for p in problems] == [
+        ("asr", 1, "using the default instead"), ("ui.unknown", 8, "ignored")]
+
+
+def test_a_file_that_is_not_toml_is_all_defaults_and_one_problem(tmp_path: Path) -> None:
+    settings, problems = _load(tmp_path, "[asr]\nglossary = [\"ok\"\nmodel = tiny\n")
+    assert settings == Settings()
+    assert [(p.key, p.line) for p in problems] == [("(file)", 3)] and "not valid TOML" in problems[0].message
+    settings, problems = _load(tmp_path, "x = " + "[" * 100_000)  # deeper than the parser's stack
+    assert settings == Settings() and [p.key for p in problems] == ["(file)"]
+
+
+def test_a_settings_path_that_cannot_be_read_is_one_problem(tmp_path: Path) -> None:
+    folder = tmp_path / "settings.toml"
+    folder.mkdir()
+    settings, problems = load_settings(folder)
+    assert settings == Settings() and [p.key for p in problems] == ["(file)"]

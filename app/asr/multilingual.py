@@ -25,6 +25,7 @@ from pathlib import Path
 
 from app.asr.errors import ModelError
 from app.core.config import cache_dir
+from app.core.private import private_dir
 
 log = logging.getLogger(__name__)
 
@@ -89,7 +90,7 @@ def ensure_multilingual_model(root: Path | None = None,
     folder = model_folder(root)
     if _complete(folder):
         return folder
-    folder.mkdir(parents=True, exist_ok=True)
+    private_dir(folder)
     for name in _ORDER:
         target = folder / name
         pinned = FILES[name]

@@ -1,7 +1,8 @@
 """Settings: one typed tree, its TOML file, and forgiving loading of hand-edited files.
 
-A wrong value in the file never stops the app: the key falls back to its default and the
-problem is reported with its line and what is wrong.  The API key is not a setting: it
+A wrong value in the file never stops the app: that value alone falls back to its default
+(a list's bad item is left out) and the problem is reported with its line and what is
+wrong (:mod:`app.core.settings_file`).  The API key is not a setting: it
 lives in the OS keychain (see :mod:`app.platform.secrets`) or the environment.
 """
 
@@ -16,7 +17,11 @@ from typing import Any, Literal
 
 import platformdirs
 import tomli_w
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from app.core.private import private_dir, write_private_text
+from app.core.settings_file import ConfigProblem as ConfigProblem  # where the app reads it from
+from app.core.settings_file import KeyLines, prune_invalid
 
 APP_NAME = "interview-copilot"
 
@@ -410,38 +415,28 @@ def config_path() -> Path:
     return config_dir() / "settings.toml"
 
 
-@dataclass(frozen=True)
-class ConfigProblem:
-    """One thing wrong with a settings file, said so a person can fix it."""
-
-    path: Path
-    line: int | None
-    key: str
-    message: str
-
-    def __str__(self) -> str:
-        where = f"{self.path}:{self.line}" if self.line else str(self.path)
-        return f"{where}: {self.key}: {self.message} (using the default instead)"
-
-
 def load_settings(path: Path | None = None) -> tuple[Settings, list[ConfigProblem]]:
-    """Read settings, keeping every valid key and defaulting every invalid one.
+    """Read settings, keeping every valid value and dropping every invalid one alone.
 
-    A file that is not TOML at all is one problem and yields all defaults; a file whose
-    values are wrong yields one problem per wrong key, with the line it is on.
+    A file that cannot be read or is not TOML at all is one problem and yields all
+    defaults; otherwise each wrong value is one problem, with the line it is on, and falls
+    back alone (:mod:`app.core.settings_file`): a list's bad item leaves the list, every
+    other setting stays.
     """
     path = path or config_path()
     if not path.exists():
         return Settings(), []
-    text = path.read_text(encoding="utf-8", errors="replace")
     try:
+        text = path.read_text(encoding="utf-8", errors="replace")
         raw = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
+    except OSError as exc:
+        return Settings(), [ConfigProblem(path, None, "(file)", f"cannot be read: {exc.strerror or exc}")]
+    except (tomllib.TOMLDecodeError, RecursionError) as exc:  # nesting deeper than the parser's stack
         return Settings(), [ConfigProblem(path, _toml_error_line(exc), "(file)", f"not valid TOML: {exc}")]
     problems: list[ConfigProblem] = []
-    raw = _migrate(raw, text, path, problems)
-    cleaned = _drop_invalid(raw, text, path, problems)
-    return Settings.model_validate(cleaned), problems
+    where = KeyLines(text)
+    raw = _migrate(raw, where, path, problems)
+    return prune_invalid(Settings, raw, where, path, problems), problems
 
 
 _OLD_WORD_KEYS = {
@@ -455,7 +450,8 @@ _RETIRED = {("turns", "policy"): "signals", ("answer", "reuse_rule"): "exact",
 wrote (a file saved by the settings dialog holds them): any other value is reported."""
 
 
-def _migrate(raw: dict[str, Any], text: str, path: Path, problems: list[ConfigProblem]) -> dict[str, Any]:
+def _migrate(raw: dict[str, Any], where: KeyLines, path: Path,
+             problems: list[ConfigProblem]) -> dict[str, Any]:
     """Read files written before the settings moved: old word lists become
     ``[turns.words.LANG]`` lists (a list given for some languages had none for the others,
     so they get empty lists, as before); retired switches are dropped, said when set."""
@@ -466,7 +462,7 @@ def _migrate(raw: dict[str, Any], text: str, path: Path, problems: list[ConfigPr
             value = table.pop(key)
             if default is not None and value != default:
                 problems.append(ConfigProblem(
-                    path, _line_of(text, [section, key]), f"{section}.{key}",
+                    path, where.line((section, key)), f"{section}.{key}",
                     f"{value!r} was a benchmark baseline's switch and is no longer a setting; ignored"))
     words: dict[str, dict[str, Any]] = {}
     for (section, key), name in _OLD_WORD_KEYS.items():
@@ -475,7 +471,7 @@ def _migrate(raw: dict[str, Any], text: str, path: Path, problems: list[ConfigPr
             continue
         lists = table.pop(key)
         if not isinstance(lists, dict):
-            problems.append(ConfigProblem(path, _line_of(text, [section, key]), f"{section}.{key}",
+            problems.append(ConfigProblem(path, where.line((section, key)), f"{section}.{key}",
                                           "expected a table of lists by language"))
             continue
         for lang in {*DEFAULT_WORDS, *lists}:
@@ -491,65 +487,18 @@ def _migrate(raw: dict[str, Any], text: str, path: Path, problems: list[ConfigPr
     return data
 
 
-def _drop_invalid(raw: dict[str, Any], text: str, path: Path,
-                  problems: list[ConfigProblem]) -> dict[str, Any]:
-    """Remove every key pydantic rejects, recording why, until the rest validates."""
-    data: dict[str, Any] = {k: (dict(v) if isinstance(v, dict) else v) for k, v in raw.items()}
-    for _ in range(64):  # each pass removes at least one bad key
-        try:
-            Settings.model_validate(data)
-            return data
-        except ValidationError as exc:
-            for err in exc.errors():
-                loc = [str(p) for p in err["loc"]]
-                key = ".".join(loc)
-                problems.append(ConfigProblem(path, _line_of(text, loc), key, err["msg"]))
-                _delete(data, loc)
-    return {}
-
-
-def _delete(data: dict[str, Any], loc: list[str]) -> None:
-    node: Any = data
-    for part in loc[:-1]:
-        if not isinstance(node, dict) or part not in node:
-            return
-        node = node[part]
-    if isinstance(node, dict):
-        node.pop(loc[-1], None)
-    if len(loc) > 1 and isinstance(node, dict) and not node:
-        _delete(data, loc[:-1])
-
-
-def _line_of(text: str, loc: list[str]) -> int | None:
-    """Best-effort line of a dotted key: the key's own line inside its [section]."""
-    section, key = (loc[0], loc[-1]) if len(loc) > 1 else (None, loc[0])
-    in_section = section is None
-    for number, line in enumerate(text.splitlines(), start=1):
-        stripped = line.strip()
-        if stripped.startswith("["):
-            in_section = section is not None and stripped.strip("[] ").split(".")[0] == section
-            if in_section and len(loc) == 1:
-                return number
-            continue
-        if in_section and re.match(rf"{re.escape(key)}\s*=", stripped):
-            return number
-    return None
-
-
-def _toml_error_line(exc: tomllib.TOMLDecodeError) -> int | None:
+def _toml_error_line(exc: Exception) -> int | None:
     match = re.search(r"line (\d+)", str(exc))
     return int(match.group(1)) if match else None
 
 
 def save_settings(settings: Settings, path: Path | None = None) -> Path:
-    """Write settings as TOML (atomic replace); the API key is never part of it.
+    """Write settings as TOML (atomic replace, readable by the user alone: it says where
+    the user's LLM lives); the API key is never part of it.
 
     ``tomli_w`` escapes whatever a user can type (quotes, backslashes, ``\r\n``, tabs,
     emoji), so the file always reads back to the same settings.
     """
     path = path or config_path()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".toml.tmp")
-    tmp.write_text(tomli_w.dumps(settings.model_dump(mode="json", exclude_none=True)), encoding="utf-8")
-    tmp.replace(path)
-    return path
+    private_dir(path.parent)
+    return write_private_text(path, tomli_w.dumps(settings.model_dump(mode="json", exclude_none=True)))

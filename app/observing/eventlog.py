@@ -27,6 +27,7 @@ from collections.abc import Callable, Iterable
 from typing import IO
 
 from app.core.events import Event, to_json
+from app.core.private import private_fd
 from app.platform.redact import redact as redact_secrets
 
 FLUSH_INTERVAL_S = 0.2
@@ -56,10 +57,10 @@ def open_exclusive(path: str | os.PathLike[str]) -> IO[str]:
     The lock comes first: a second run is refused (:class:`FileBusy`) before it can
     truncate the first run's lines.  Never waits for the lock.  Anything but a regular
     file (a pipe, a terminal, ``/dev/null``) is neither locked nor truncated: it keeps
-    no lines to protect, and some systems refuse to lock or truncate it.
+    no lines to protect, and some systems refuse to lock or truncate it.  A regular file
+    is the user's alone (0600 on Linux and macOS: it holds the interview word for word).
     """
-    flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | getattr(os, "O_BINARY", 0)
-    fd = os.open(path, flags, 0o666)
+    fd = private_fd(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND)
     try:
         if stat.S_ISREG(os.fstat(fd).st_mode):  # not a pipe, a terminal or /dev/null
             if not lock_exclusively(fd):

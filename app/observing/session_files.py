@@ -4,6 +4,9 @@ The log is a bus listener that only queues: one writer thread (:class:`EventLog`
 writes and flushes every 200 ms, so no stage waits on the disk and a crash (even
 SIGKILL) loses at most the last fraction of a second; :func:`load_session` skips a torn
 last line.  No Qt here: the CLI and tests use it headless.
+
+Logs and exports hold the interview word for word: they are the user's alone
+(:mod:`app.core.private`: files 0600, folders 0700 on Linux and macOS).
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from typing import Any
 from app.core import events as ev
 from app.core.config import data_dir
 from app.core.events import Event, EventBus
+from app.core.private import make_dirs, open_private, private_dir, write_private_text
 from app.observing.eventlog import EventLog
 from app.observing.timeline import Timeline
 
@@ -43,11 +47,12 @@ class SessionLog:
     def __init__(self, path: Path | None = None, *, on_error: Callable[[str], None] | None = None) -> None:
         if path is None:
             stamp = datetime.now().strftime("%Y%m%d-%H%M%S-%f")[:-3]
-            path = sessions_dir() / f"session-{stamp}.jsonl"
-        path.parent.mkdir(parents=True, exist_ok=True)
+            private_dir(data_dir())
+            path = private_dir(sessions_dir()) / f"session-{stamp}.jsonl"
+        else:
+            make_dirs(path.parent)  # a folder the caller chose keeps its mode
         self.path = path
-        self._writer = EventLog(path.open("a", encoding="utf-8"), skip=SKIP, name="session log",
-                                on_error=on_error)
+        self._writer = EventLog(open_private(path, "a"), skip=SKIP, name="session log", on_error=on_error)
         self._unsubscribe: Callable[[], None] | None = None
         self._bus: EventBus | None = None
 
@@ -275,6 +280,12 @@ def export_markdown(path: Path) -> str:
         lines.append(f"Session usage: {t.describe()}")
         lines.append("")
     return "\n".join(lines).rstrip() + "\n"
+
+
+def write_markdown(path: Path, target: Path) -> Path:
+    """The session at ``path`` exported to ``target``, readable by the user alone and
+    replaced whole (an export over an older one is never half written)."""
+    return write_private_text(target, export_markdown(path))
 
 
 _SOURCE = {"resume": "résumé", "job": "job description"}

@@ -19,7 +19,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.observing.session_files import SessionInfo, export_markdown, list_sessions, load_session
+from app.observing.session_files import SessionInfo, list_sessions, load_session, write_markdown
 from app.ui.panes import Panes
 from app.ui.theme import resolve
 
@@ -54,7 +54,7 @@ class SessionViewer(QMainWindow):
             self, "Export transcript", str(Path.home() / f"{self.path.stem}.md"), "Markdown (*.md)"
         )
         if name:
-            Path(name).write_text(export_markdown(self.path), encoding="utf-8")
+            write_markdown(self.path, Path(name))
 
 
 class SessionsDialog(QDialog):

@@ -41,7 +41,8 @@ from app.core.events import (
     TokenEvent,
     VadEvent,
 )
-from app.observing.session_files import SessionLog, export_markdown
+from app.core.private import private_dir
+from app.observing.session_files import SessionLog, write_markdown
 from app.observing.timeline import Timeline
 from app.platform.redact import redact
 from app.ui import theme as themes
@@ -51,7 +52,7 @@ from app.ui.hotkeys import GlobalBackend, HotkeyManager
 from app.ui.latency_view import LatencyView
 from app.ui.panes import Panes
 from app.ui.qtcompat import protect_singletons
-from app.ui.settings_dialog import SettingsDialog
+from app.ui.settings import SettingsDialog
 from app.ui.status import StatusPanel
 
 if TYPE_CHECKING:
@@ -438,7 +439,7 @@ class MainWindow(QMainWindow):
         assert self.session_log is not None
         try:
             self.session_log.flush()
-            target.write_text(export_markdown(self.session_log.path), encoding="utf-8")
+            write_markdown(self.session_log.path, target)
         except OSError as exc:
             self.banners.show_message("error", "Export", f"Could not write {target}: {exc}")
             return None
@@ -455,6 +456,7 @@ class MainWindow(QMainWindow):
     # --- geometry ---------------------------------------------------------------------
 
     def _qsettings(self) -> QSettings:
+        private_dir(self._state_file.parent)  # Qt would create the settings folder with the umask
         return QSettings(str(self._state_file), QSettings.Format.IniFormat)
 
     def _restore_geometry(self) -> None:
