@@ -46,6 +46,10 @@ FaultKind = Literal[
     "hang",  # read the request, never answer, keep the socket open (a relay that hangs)
     "garbage",  # after ``after_tokens`` tokens, a ``data:`` line that is not JSON
     "binary",  # after ``after_tokens`` tokens, raw binary bytes (not UTF-8, not SSE)
+    "say",  # the answer is ``message`` (escape sequences and all), then a normal end
+    "endless",  # ignore max_tokens: ``size`` tokens of answer (an endpoint that never stops)
+    "huge_line",  # after ``after_tokens`` tokens, one SSE line of ``size`` bytes of content
+    "raw",  # the body is ``payload`` as it is, in HTTP chunks cut at ``splits``
 ]
 Endpoint = Literal["chat", "models", "head"]
 
@@ -118,7 +122,13 @@ class Fault:
     retry_after: str | None = None
     """``Retry-After`` header of a ``status`` fault: seconds ("2") or an HTTP date."""
     payload: bytes | None = None
-    """What a ``garbage``/``binary`` fault sends (default: a built-in sample)."""
+    """What a ``garbage``/``binary`` fault sends (default: a built-in sample); a ``raw``
+    fault's whole body."""
+    size: int = 10 * 2**20
+    """A ``huge_line`` fault's line in bytes (sent in 64 KiB writes, never held whole); an
+    ``endless`` fault's answer in tokens (set it: the default is for lines)."""
+    splits: tuple[int, ...] = ()
+    """Where a ``raw`` body is cut into HTTP chunks (offsets into ``payload``)."""
 
     def __post_init__(self) -> None:
         if self.kind == "head_close":
@@ -672,6 +682,10 @@ class FakeServer:
         n = min(profile.answer_tokens, int(limit))
         finish = "length" if int(limit) < profile.answer_tokens else "stop"
         tokens = answer_tokens(question, n)
+        if fault is not None and fault.kind == "say":
+            tokens, finish = re.findall(r"\s*\S+\s*?", fault.message or "") or [""], "stop"
+        elif fault is not None and fault.kind == "endless":
+            tokens, finish = answer_tokens(question, fault.size), "length"
         usage = {
             "prompt_tokens": len(ptokens),
             "completion_tokens": len(tokens),
@@ -757,9 +771,11 @@ class FakeServer:
             if _client_gone(watcher):
                 raise _Disconnected
 
-        cut_at = fault.after_tokens if fault is not None else None
+        cut_at = fault.after_tokens if fault is not None and fault.kind not in ("say", "endless") else None
         try:
             await conn.send(head)
+            if fault is not None and fault.kind == "raw":
+                return await self._raw_body(conn, record, fault)
             await pause(profile.ttft)
             await conn.send_chunk(event({"role": "assistant", "content": "", "refusal": None}))
             for i, token in enumerate(tokens):
@@ -809,6 +825,11 @@ class FakeServer:
         if fault.kind == "end_early":
             await conn.send(b"0\r\n\r\n")
             return True
+        if fault.kind == "huge_line":
+            await self._huge_line(conn, fault.size)
+            await conn.send_chunk(b"data: [DONE]\n\n")
+            await conn.send(b"0\r\n\r\n")
+            return False
         if fault.kind in ("garbage", "binary"):
             sample = _GARBAGE if fault.kind == "garbage" else _BINARY
             await conn.send_chunk(fault.payload if fault.payload is not None else sample)
@@ -819,6 +840,32 @@ class FakeServer:
         with contextlib.suppress(Exception):
             await asyncio.shield(watcher)
         record.cancelled = True
+        record.ended = time.monotonic()
+        return False
+
+
+    @staticmethod
+    async def _huge_line(conn: _Conn, size: int) -> None:
+        """One ``data:`` line whose content delta is ``size`` bytes, in 64 KiB writes: a
+        broken or hostile endpoint that never ends its line.  Never held whole here, so a
+        test can measure what the client holds."""
+        await conn.send_chunk(b'data: {"choices": [{"index": 0, "delta": {"content": "')
+        piece = b"x" * 65536
+        while size > 0:
+            await conn.send_chunk(piece if size >= len(piece) else piece[:size])
+            size -= len(piece)
+        await conn.send_chunk(b'"}, "finish_reason": null}]}\n\n')
+
+    async def _raw_body(self, conn: _Conn, record: RequestRecord, fault: Fault) -> bool:
+        """The body exactly as ``fault.payload`` says, cut into chunks at ``fault.splits``."""
+        body = fault.payload or b""
+        cuts = [0, *sorted(c for c in fault.splits if 0 < c < len(body)), len(body)]
+        for start, end in itertools.pairwise(cuts):
+            if end > start:
+                await conn.send_chunk(body[start:end])
+                await asyncio.sleep(0)
+        await conn.send(b"0\r\n\r\n")
+        record.finished = True
         record.ended = time.monotonic()
         return False
 

@@ -5,7 +5,9 @@ from __future__ import annotations
 import io
 import json
 import logging
+import socket
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -156,3 +158,104 @@ def test_filter_survives_bad_format_args() -> None:
     record = logging.LogRecord("x", logging.INFO, __file__, 1, "only %s %s", (KEY,), None)
     assert RedactingFilter().filter(record) is True
     assert KEY not in record.getMessage()
+
+
+# --- secrets in a URL's path, and in every form an output holds them ------------------------
+
+PATH_TOKEN = "r3l4yT0k3nQx9Zp2Lm7"
+RELAY = f"https://relay.example/k/{PATH_TOKEN}/v1"
+
+
+def test_a_token_in_the_base_urls_path_is_a_secret() -> None:
+    register_url(RELAY)
+    assert display_url(RELAY) == f"https://relay.example/k/{REDACTED}/v1"
+    out = redact(f"POST {RELAY}/chat/completions failed; relay said: unknown key {PATH_TOKEN}")
+    assert PATH_TOKEN not in out and "relay.example/k/" in out
+
+
+@pytest.mark.parametrize("segment", [PATH_TOKEN, "550e8400-e29b-41d4-a716-446655440000",
+                                     "sk-proj-abcdEFGH12345678ijkl", "4f9a8b7c6d5e4f3a2b1c0d9e8f7a6b5c"])
+def test_token_shaped_path_segments(segment: str) -> None:
+    register_url(f"https://relay.example/{segment}/v1")
+    assert segment not in redact(f"echo {segment}")
+
+
+def test_the_words_of_an_api_path_stay() -> None:
+    for url in ("https://api.openai.com/v1", "https://x.openai.azure.com/openai/deployments/gpt-4o-mini-2024-07-18",
+                "https://openrouter.ai/api/v1", "http://127.0.0.1:8080/v1"):
+        register_url(url)
+        assert display_url(url) == url
+    text = "answers from gpt-4o-mini-2024-07-18 at openai deployments api v1"
+    assert redact(text) == text
+
+
+@pytest.mark.parametrize("secret", ['pa"ss\\word-1234', "k€y-ünï\u00e7ode-99", "per%cent/slash+plus key"])
+def test_a_registered_secret_in_every_form_an_output_holds_it(secret: str) -> None:
+    from urllib.parse import quote, quote_plus
+
+    register_secret(secret)
+    forms = {secret, json.dumps(secret)[1:-1], json.dumps(secret, ensure_ascii=False)[1:-1],
+             quote(secret, safe=""), quote(secret), quote_plus(secret)}
+    for form in forms:
+        assert form not in redact(f"said {form} twice: {form}."), form
+    line = json.dumps({"name": "token", "text": f"the key is {secret}"}, ensure_ascii=False)
+    assert json.loads(redact(line))["text"] == f"the key is {REDACTED}"  # still valid JSON
+
+
+def test_install_twice_keeps_one_filter() -> None:
+    parent = logging.getLogger("icp_test_redact.twice")
+    first, second = install_redaction(logger=parent), install_redaction(logger=parent)
+    assert first is second and parent.filters.count(first) == 1
+
+
+# --- every command's output, through the command line --------------------------------------
+
+
+def test_doctor_never_prints_a_token_in_the_urls_path(capsys: pytest.CaptureFixture[str]) -> None:
+    from app.frontends.cli import main
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    url = f"http://127.0.0.1:{port}/k/{PATH_TOKEN}/v1"
+    assert main(["doctor", "--skip", "audio,asr", "--no-local", "--base-url", url, "--api-key", "sk-x"]) == 1
+    printed = capsys.readouterr()
+    assert PATH_TOKEN not in printed.out + printed.err
+    assert f"127.0.0.1:{port}" in printed.out
+
+
+def test_the_self_test_prints_through_the_redaction(monkeypatch: pytest.MonkeyPatch,
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    """A key the environment holds is masked in whatever the self-test prints: its own
+    header stands in for a check's detail that quotes it."""
+    from app.frontends.cli import main
+
+    monkeypatch.setenv("OPENAI_API_KEY", "Interview Copilot")
+    main(["self-test", "--only", "none-such"])
+    out = capsys.readouterr().out
+    assert "Interview Copilot" not in out and f"{REDACTED} " in out.splitlines()[0]
+
+
+@pytest.mark.slow
+def test_a_path_token_and_a_quoted_key_reach_no_output_and_no_file(tmp_path: Path) -> None:
+    """The model echoes the key (with a quote and a backslash) and the relay's path token:
+    the terminal, the session file and ``--events`` (JSON lines) hold neither, in any form."""
+    from devtools.fake_server import FakeServer, Fault, Profile
+    from tests.speech import synth
+    from tests.test_cli_faults import listen
+
+    key = 'sk-"quoted\\key-123456'
+    events = tmp_path / "events.jsonl"
+    with FakeServer(Profile(), api_key=key) as server:
+        server.faults.append(Fault("say", message=f"Your key is {key} via {PATH_TOKEN}.", times=10))
+        url = server.start().replace("/v1", f"/k/{PATH_TOKEN}/v1")
+        out = listen(["--audio", str(synth("Why are you interested in this role?")), "--base-url", url,
+                      "--api-key", key, "--no-low-latency", "--events", str(events)], tmp_path)
+    assert out.returncode == 0, out.stderr
+    written = [out.stdout, out.stderr, events.read_text(encoding="utf-8"),
+               *(p.read_text(encoding="utf-8") for p in (tmp_path / "data").rglob("*.jsonl"))]
+    forms = (key, json.dumps(key)[1:-1], PATH_TOKEN)
+    for text in written:
+        for form in forms:
+            assert form not in text, (form, text[:2000])
+    assert f"Your key is {REDACTED} via {REDACTED}." in out.stdout

@@ -6,6 +6,7 @@ import io
 import sys
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
@@ -256,3 +257,20 @@ def test_real_engine_turns_against_the_fake_server() -> None:
     assert all(c.attributes and c.attributes["server.address"] == "127.0.0.1" for c in chats)
     # Session time → epoch: spans sit in wall-clock time of this run.
     assert all(abs((s.start_time or 0) / 1e9 - time.time()) < 60 for s in spans)
+
+
+@pytest.mark.parametrize(("flags", "says"), [
+    (["--trace", "otlp"], "leaves this machine"),
+    (["--trace", "console"], "would leave this machine"),
+    ([], "does nothing without --trace"),
+])
+def test_trace_text_says_once_where_the_text_goes(tmp_path: Path, flags: list[str], says: str,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    """Said before anything runs (here a run that stops at once: no audio)."""
+    from app.frontends.cli import main
+
+    config = tmp_path / "settings.toml"
+    config.write_text('[audio]\nsource = "file"\n', encoding="utf-8")
+    assert main(["--config", str(config), "listen", "--headless", *flags, "--trace-text"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("--trace-text") == 1 and says in err, err

@@ -37,6 +37,14 @@ if TYPE_CHECKING:
 EXIT_OK, EXIT_FAILED, EXIT_CONFIG, EXIT_UNANSWERED = 0, 1, 2, 3
 EXIT_INTERRUPTED, EXIT_TERMINATED = 130, 143
 
+TRACE_TEXT_WARNING = {
+    "otlp": "--trace-text: what the interviewer and you say, and the answers, are sent with the traces "
+            "to the OTLP collector (OTEL_EXPORTER_OTLP_ENDPOINT): this text leaves this machine",
+    "console": "--trace-text: what the interviewer and you say, and the answers, are printed with the "
+               "traces here; with --trace otlp this text would leave this machine",
+    None: "--trace-text does nothing without --trace",
+}
+"""Said once per run when ``--trace-text`` is given: an interview is private."""
 
 
 def exit_process(code: int) -> NoReturn:
@@ -55,7 +63,28 @@ def exit_process(code: int) -> NoReturn:
 
 
 def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
+    """Run one command.  Before any command (``doctor`` and ``self-test`` included), what
+    reaches the terminal is made safe (:mod:`app.frontends.console`: secrets masked, control
+    characters stripped) and log records are redacted."""
+    from app.frontends.console import terminal_output
+
+    with terminal_output():
+        _install_redaction()
+        return _command(sys.argv[1:] if argv is None else argv)
+
+
+def _install_redaction() -> None:
+    """Redact log records, and know the secrets of the environment before anything runs:
+    the self-test and ``doctor`` print what they find, keys in error messages included."""
+    from app.platform.redact import install_redaction, register_secret, register_url
+
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    install_redaction()
+    register_secret(os.environ.get("OPENAI_API_KEY"))
+    register_url(os.environ.get("OPENAI_BASE_URL"))
+
+
+def _command(argv: list[str]) -> int:
     if argv[:1] == ["self-test"]:  # its own options (--json, --only) are the self-test's
         from app.frontends.selftest import run_self_test
 
@@ -64,13 +93,16 @@ def main(argv: list[str] | None = None) -> int:
         from app.frontends.doctor import run_doctor
 
         return run_doctor(argv[1:])
-    args = _parser().parse_args(argv)
-    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if args.command in ("self-test", "doctor"):  # after a global flag: their options are their own
+        parser.error(f"{args.command} takes its own options: put it first "
+                     f"(interview-copilot {args.command} --help)")
     from app.platform.cores import limit_numpy_threads
-    from app.platform.redact import install_redaction
 
-    install_redaction()
     limit_numpy_threads()
+    if getattr(args, "trace_text", False):
+        _say(TRACE_TEXT_WARNING[getattr(args, "trace", None)])
     if getattr(args, "list_devices", False):
         from app.audio import format_device_list
 
@@ -113,14 +145,17 @@ def _raise_terminated(signum: int, frame: FrameType | None) -> None:
 
 
 def _transcribe(settings: Settings, args: argparse.Namespace) -> int:
+    from app.frontends.console import LiveTranscript
+
     session = _build(settings, args, answers=False)
     with _event_output(session, args.events) as writing:
         if not writing:
-            session.bus.subscribe(_LiveTranscript(sys.stdout))
+            session.bus.subscribe(LiveTranscript(sys.stdout))
         return _run(session, args)
 
 
 def _listen(settings: Settings, args: argparse.Namespace) -> int:
+    from app.frontends.console import LiveTranscript
     from app.observing.session_files import SessionLog
 
     session = _build(settings, args, answers=True)
@@ -135,7 +170,7 @@ def _listen(settings: Settings, args: argparse.Namespace) -> int:
     try:
         with _event_output(session, args.events) as writing:
             if writing != "stdout":
-                session.bus.subscribe(_LiveTranscript(sys.stdout, answers=True))
+                session.bus.subscribe(LiveTranscript(sys.stdout, answers=True))
             code = _run(session, args)
     finally:
         log.close()
@@ -180,16 +215,18 @@ def _window(settings: Settings, args: argparse.Namespace, problems: list[ConfigP
         return _listen(settings, args)
     from app.ui.app import run_window
 
-    return run_window(_build(settings, args, answers=True), settings,
+    return run_window(_build(settings, args, answers=True, window=True), settings,
                       settings_path=Path(args.config) if args.config else None, problems=problems)
 
 
 # --- helpers -----------------------------------------------------------------------------------
 
 
-def _build(settings: Settings, args: argparse.Namespace, *, answers: bool) -> Session:
+def _build(settings: Settings, args: argparse.Namespace, *, answers: bool, window: bool = False) -> Session:
+    """The session; a lost device ends a headless run, the window waits for it to come back."""
     from app.asr.errors import ModelError
     from app.llm.endpoint import resolve_llm_endpoint
+    from app.platform.redact import register_secret, register_url
     from app.session.session import Session
 
     audio = getattr(args, "audio", None)
@@ -199,9 +236,12 @@ def _build(settings: Settings, args: argparse.Namespace, *, answers: bool) -> Se
     llm = resolve_llm_endpoint(settings, base_url=getattr(args, "base_url", None),
                                api_key=getattr(args, "api_key", None), model=getattr(args, "model", None)) \
         if answers else None
+    if llm is not None:  # before the session says anything: its first status names the endpoint
+        register_secret(llm.api_key)
+        register_url(llm.base_url)
     try:
         return Session(settings, audio_file=audio, speed=getattr(args, "speed", 1.0), llm=llm,
-                       answers=answers, stop_on_audio_error=True,
+                       answers=answers, stop_on_audio_error=not window,
                        candidate_file=getattr(args, "candidate_audio", None),
                        channels=getattr(args, "audio_channels", None))
     except ModelError as exc:
@@ -311,62 +351,6 @@ def _event_output(session: Session, target: str | None) -> Iterator[str | None]:
         writer.close()
 
 
-class _LiveTranscript:
-    """Readable console output: the partial rewrites one line, finals and answers stay."""
-
-    def __init__(self, out: IO[str], *, answers: bool = False) -> None:
-        self._out = out
-        self._answers = answers
-        self._tty = out.isatty()
-        self._answer_request: int | None = None
-
-    def __call__(self, event: object) -> None:
-        from app.core.events import (
-            CutEvent,
-            ErrorEvent,
-            FinalEvent,
-            PartialEvent,
-            RetractedEvent,
-            StatusEvent,
-            TokenEvent,
-        )
-
-        if isinstance(event, PartialEvent) and self._tty:
-            self._write(f"\r\033[K… {event.text}")
-        elif isinstance(event, FinalEvent):
-            self._end_answer()
-            who = "You" if event.speaker == "candidate" else "Q"
-            self._write(("\r\033[K" if self._tty else "") + f"{who}: {event.text}\n")
-        elif isinstance(event, TokenEvent) and self._answers:
-            if self._answer_request != event.request:
-                self._end_answer()
-                self._answer_request = event.request
-                self._write("A: ")
-            self._write(event.text)
-        elif isinstance(event, CutEvent) and self._answers:
-            self._write(" [cut short]")
-            self._end_answer()
-        elif isinstance(event, RetractedEvent) and self._answers:
-            self._end_answer()
-            why = "the question went on" if event.reason == "continued" else "withdrawn"
-            self._write(f"[answer withdrawn: {why}]\n")
-        elif isinstance(event, ErrorEvent):
-            self._write(f"\n[{event.stage}] {event.message}\n")
-        elif isinstance(event, StatusEvent) and self._tty:
-            self._write(f"\r\033[K[{event.stage}] {event.message}\n")
-
-    def _end_answer(self) -> None:
-        if self._answer_request is not None:
-            self._write("\n")
-            self._answer_request = None
-
-    def _write(self, text: str) -> None:
-        from app.platform.redact import redact
-
-        self._out.write(redact(text))
-        self._out.flush()
-
-
 def _has_display() -> bool:
     if sys.platform in ("win32", "darwin"):
         return True
@@ -411,12 +395,14 @@ def _add_audio_flags(p: argparse.ArgumentParser, *, positional: bool = False) ->
     p.add_argument("--candidate-device", metavar="NAME|INDEX|off",
                    help="your microphone (default: the system's; off: only the interviewer is heard)")
     p.add_argument("--speed", type=_speed, default=1.0, help="file replay speed (1 = real time)")
-    p.add_argument("--asr-model", help='"bundled" (tiny.en), a Whisper size name or a model folder')
+    p.add_argument("--asr-model", help='"bundled" (tiny.en), a model folder, or a Whisper size downloaded at a '
+                   'pinned commit (small.en, medium.en, or SIZE@COMMIT)')
     p.add_argument("--language", help="Whisper language code (default: en)")
     p.add_argument("--events", metavar="FILE|-", help="write every event as a JSON line")
     p.add_argument("--trace", choices=("console", "otlp"),
                    help="per-turn OpenTelemetry traces (otlp: OTEL_EXPORTER_OTLP_ENDPOINT)")
-    p.add_argument("--trace-text", action="store_true", help="include transcript text in spans")
+    p.add_argument("--trace-text", action="store_true",
+                   help="include transcript text in spans (with --trace otlp it leaves this machine)")
 
 
 def _channels(text: str) -> tuple[int, int]:

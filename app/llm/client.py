@@ -35,6 +35,8 @@ from app.llm.chat import ChatRequest, Delta, Done, Message, StreamItem, Truncate
 from app.llm.errors import LlmError
 from app.llm.fields import OptionalFields
 from app.llm.hedging import FirstTokenRace, Opened
+from app.llm.limits import AnswerText, GuardedOpenAI
+from app.llm.loopback import trust_env
 from app.llm.replies import chunk_choices
 from app.llm.timing import Recorder, RequestTiming, inject_trace
 from app.llm.warming import Warmer
@@ -147,8 +149,10 @@ class LlmClient:
             ),
             timeout=httpx2.Timeout(self._timeout, connect=self._connect_timeout),
             event_hooks={"request": [inject_trace]},
+            # A loopback endpoint is reached directly, never through HTTP(S)_PROXY (app.llm.loopback).
+            trust_env=trust_env(self.base_url),
         )
-        return openai.AsyncOpenAI(
+        return GuardedOpenAI(  # SSE events of at most 1 MiB (app.llm.limits)
             base_url=self.base_url,
             # llama.cpp and most local servers accept anything; the SDK insists on a value.
             api_key=self._api_key or "no-key",
@@ -284,7 +288,7 @@ class LlmClient:
         """:meth:`stream_chat` for a request already built."""
         self._bind_loop()
         rec = Recorder()
-        parts: list[str] = []
+        parts = AnswerText(request.max_tokens)  # at most answer_cap characters (app.llm.limits)
         complete = False
         opened: Opened | None = None
         self._streams += 1

@@ -72,6 +72,8 @@ class Wording:
 
     def cut(self, exc: BaseException, text: str, attempts: int) -> LlmError:
         """A failure after text was shown: what arrived is kept."""
+        if isinstance(exc, LlmError):  # worded where it was raised (a limit of app.llm.limits)
+            return exc
         common: dict[str, Any] = {"retryable": True, "partial": True, **self._common(attempts)}
         if isinstance(exc, TimeoutError | openai.APITimeoutError | httpx2.TimeoutException):
             stalled = self.stall_timeout if isinstance(exc, TimeoutError) else self.timeout

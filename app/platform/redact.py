@@ -5,9 +5,12 @@ stream, traces, ``doctor`` output, log records — passes through :func:`redact`
 or a credential in a base URL cannot leak through one output that was forgotten.  It
 removes, in this order:
 
-1. secrets registered with :func:`register_secret` (the API key in use, the password and
-   query values of the configured base URL): they may have no recognisable shape, e.g. a
-   relay's custom token;
+1. secrets registered with :func:`register_secret` (the API key in use, the password,
+   query values and token-like path segments of the configured base URL, as in
+   ``https://relay.example/k/TOKEN/v1``): they may have no recognisable shape, e.g. a
+   relay's custom token.  Each is removed in every form an output can hold it: as typed,
+   URL-encoded and decoded, and JSON-escaped (the session file and ``--events`` are
+   redacted as JSON lines, where ``"`` reads ``\\"`` and ``\\`` reads ``\\\\``);
 2. the user-info (``user:password@``) and every query-parameter value of any URL;
 3. things shaped like credentials: ``sk-…``-style keys, ``Bearer …`` tokens,
    ``Authorization:`` header values, ``api_key=…``/``token: …`` pairs and ``?key=…``/
@@ -19,12 +22,13 @@ masked word in a transcript is harmless, a leaked key is not.
 
 from __future__ import annotations
 
+import json
 import logging
 import re
 import threading
 from collections.abc import Iterable
 from typing import Any
-from urllib.parse import parse_qsl, quote, unquote, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, quote, quote_plus, unquote, urlsplit, urlunsplit
 
 REDACTED = "***"
 _MIN_SECRET = 4
@@ -82,20 +86,31 @@ _PATTERNS: tuple[tuple[tuple[str, ...], re.Pattern[str], str], ...] = (
 def register_secret(secret: str | None) -> None:
     """Remove ``secret`` from everything :func:`redact` sees from now on (thread-safe).
 
-    Its URL-encoded and decoded forms are registered too: a password typed into a base
-    URL shows up encoded in the URL and decoded in a server's echo.
+    Every form it can take in an output is registered (:func:`secret_forms`): a password
+    typed into a base URL shows up encoded in the URL and decoded in a server's echo, and a
+    key with a quote or a backslash reaches the session file JSON-escaped.
     """
     if not secret or len(secret.strip()) < _MIN_SECRET:
         return
     global _registered
-    forms = {secret.strip(), quote(secret.strip(), safe=""), unquote(secret.strip())}
+    forms = secret_forms(secret.strip())
     with _lock:
         merged = set(_registered) | {f for f in forms if len(f) >= _MIN_SECRET}
         _registered = tuple(sorted(merged, key=len, reverse=True))
 
 
+def secret_forms(secret: str) -> set[str]:
+    """``secret`` as typed, URL-encoded (a path's and a form's way) and decoded, and each of
+    those JSON-escaped (ASCII-only, as most encoders write, and as-is, as our own logs are)."""
+    spelled = {secret, unquote(secret), quote(secret, safe=""), quote(secret), quote_plus(secret)}
+    escaped = {json.dumps(form, ensure_ascii=ascii_only)[1:-1]
+               for form in spelled for ascii_only in (True, False)}
+    return spelled | escaped | {form.replace("/", "\\/") for form in escaped}
+
+
 def register_url(url: str | None) -> None:
-    """Register the credentials carried by ``url``: its password and its query values.
+    """Register the credentials carried by ``url``: its password, its query values and the
+    path segments shaped like a token (a relay's ``/k/TOKEN/v1``, :func:`secret_segment`).
 
     Not the user name (often "user" or "admin": removing it everywhere would garble text;
     :func:`redact` drops it from URLs anyway) and not short query values such as "json".
@@ -108,11 +123,28 @@ def register_url(url: str | None) -> None:
         for name, value in parse_qsl(parts.query, keep_blank_values=False):
             if len(value) >= 8 or _SECRET_NAME.search(name):
                 register_secret(value)
+        for segment in parts.path.split("/"):
+            if secret_segment(segment):
+                register_secret(segment)
     except ValueError:
         return
 
 
 _SECRET_NAME = re.compile(r"(?i)key|token|secret|pass|pwd|sig|auth|cred|session")
+_TOKEN_RUN = re.compile(r"[A-Za-z0-9]{16,}")
+_UUID = re.compile(r"(?i)[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+
+
+def secret_segment(segment: str) -> bool:
+    """Whether a URL path segment looks like a credential: a UUID, or a run of 16 or more
+    letters and digits holding both (``r3l4yT0k3nQx9Zp2``, ``sk-proj-…``'s tail, an account
+    id).  The words of an API's path stay (``v1``, ``openai``, ``deployments``), and so do
+    deployment and model names, whose words are short (``gpt-4o-mini-2024-07-18``)."""
+    text = unquote(segment)
+    if _UUID.fullmatch(text):
+        return True
+    return any(any(c.isdigit() for c in run) and any(c.isalpha() for c in run)
+               for run in _TOKEN_RUN.findall(text))
 
 
 def forget_secrets() -> None:
@@ -126,10 +158,9 @@ def redact(text: str, *secrets: str | None) -> str:
     """``text`` without registered secrets, ``secrets``, URL credentials or key-shaped words."""
     if not text:
         return text
-    extra = sorted({s.strip() for s in secrets if s and len(s.strip()) >= _MIN_SECRET}, key=len, reverse=True)
-    for secret in (*extra, *_registered):
-        if secret in text:
-            text = text.replace(secret, REDACTED)
+    extra = sorted({form for s in secrets if s and len(s.strip()) >= _MIN_SECRET
+                    for form in secret_forms(s.strip()) if len(form) >= _MIN_SECRET}, key=len, reverse=True)
+    text = _without(text, (*extra, *_registered))
     if "://" in text:
         text = _URL.sub(_redact_url_match, text)
     low = text.lower()
@@ -137,6 +168,20 @@ def redact(text: str, *secrets: str | None) -> str:
         if any(t in low for t in triggers):
             text = pattern.sub(replacement, text)
     return text
+
+
+def _without(text: str, secrets: tuple[str, ...]) -> str:
+    """``text`` with every occurrence of ``secrets`` (longest first) masked, again while a
+    mask and its neighbours spell one anew (``"**" + secret + "**"`` for a secret of
+    stars): each pass shortens the text, so this ends."""
+    while True:
+        found = False
+        for secret in secrets:
+            if secret in text:
+                text = text.replace(secret, REDACTED)
+                found = True
+        if not found:
+            return text
 
 
 def redact_data(value: Any) -> Any:
@@ -154,7 +199,8 @@ def redact_data(value: Any) -> Any:
 
 
 def display_url(url: str) -> str:
-    """``url`` as shown to people: scheme, host, port and path; no user-info, no query."""
+    """``url`` as shown to people: scheme, host, port and path; no user-info, no query, and
+    no path segment shaped like a token (``https://relay.example/k/***/v1``)."""
     try:
         parts = urlsplit(url.strip())
         host = parts.hostname or ""
@@ -164,7 +210,8 @@ def display_url(url: str) -> str:
         return "(invalid URL)"
     if not parts.scheme and not host:
         return redact(url.split("?", 1)[0])
-    return urlunsplit((parts.scheme, host, parts.path.rstrip("/"), "", ""))
+    path = "/".join(REDACTED if secret_segment(s) else s for s in parts.path.rstrip("/").split("/"))
+    return urlunsplit((parts.scheme, host, path, "", ""))
 
 
 def display_host(url: str) -> str:
@@ -239,10 +286,19 @@ class RedactingFilter(logging.Filter):
 def install_redaction(
     secrets: Iterable[str] = (), logger: logging.Logger | None = None
 ) -> RedactingFilter:
-    """Attach one :class:`RedactingFilter` to ``logger`` (root by default) and its handlers."""
+    """Attach one :class:`RedactingFilter` to ``logger`` (root by default) and its handlers.
+
+    Installing again (each command line run in one process) reuses the filter already
+    there and only adds it to handlers created since.
+    """
     target = logger or logging.getLogger()
-    log_filter = RedactingFilter(secrets)
-    target.addFilter(log_filter)
+    log_filter = next((f for f in target.filters if isinstance(f, RedactingFilter)), None)
+    if log_filter is None:
+        log_filter = RedactingFilter()
+        target.addFilter(log_filter)
+    for secret in secrets:
+        log_filter.add_secret(secret)
     for handler in target.handlers:
-        handler.addFilter(log_filter)
+        if log_filter not in handler.filters:
+            handler.addFilter(log_filter)
     return log_filter

@@ -1,10 +1,15 @@
 """The suggested answer, streamed: each token is on screen at the next paint.
 
-Rendering is incremental on purpose.  Re-rendering the whole document per token
-(``setMarkdown``) costs O(document) per token and grows with every answer kept above;
-here a token is one ``insertText`` at the end, and only the line being written is
-re-rendered when it carries Markdown (a bullet marker, ``**bold**``, ```code```), which is
-O(line).  Blank lines do not create paragraphs; consecutive bullet lines share a list.
+Rendering is incremental on purpose: a token costs the same whatever came before it.
+Re-rendering the whole document per token (``setMarkdown``) costs O(document) per token,
+and even re-rendering the line being written costs O(line), which made one long bulleted
+line quadratic.  Here a token is ``insertText`` at the end in the format the line's
+Markdown says so far: ``**`` and a backtick toggle bold and code as they stream, a lone
+``*`` is kept until the next token says whether it opens ``**`` (it is then taken back,
+one character), and a line's start (a bullet or number marker, a heading's ``#``) is
+decided once, within its first few characters, by writing that start again as a list
+item or a heading.  Blank lines do not create paragraphs; consecutive bullet lines share
+a list.
 
 Each request is a block of its own (one answer in front at a time: the engine cuts an
 older one before a newer one shows).  A block taken back (the question went on) collapses
@@ -45,6 +50,9 @@ _MARKER = re.compile(r"^(\s*)(?:([-*+•])|(\d{1,3})[.)])\s+")
 _HEADING = re.compile(r"^\s*(#{1,6})\s+")
 _UNDECIDED = re.compile(r"\s*(?:[-*+•]|\d{1,3}[.)]?|#{1,6})?")
 """A line that could still turn into a list item or heading with the next character."""
+_UNDECIDED_MAX = 16
+"""A line's start is decided by then: indentation, a number and a marker fit in it, and an
+endless run of spaces cannot keep a line undecided (each token would scan it again)."""
 _INLINE = re.compile(r"(\*\*|`)")
 
 
@@ -171,11 +179,22 @@ class AnswerView(QTextEdit):
     # --- rendering --------------------------------------------------------------------
 
     def _reset_line(self) -> None:
-        self._line = ""
-        self._decided = False
-        self._rich = False
         self._list: QTextList | None = None
         self._list_style: QTextListFormat.Style | None = None
+        self._fresh_line()
+
+    def _fresh_line(self) -> None:
+        """The state of the line being written, at its start."""
+        self._start = ""
+        """The line's text while its start is undecided (at most :data:`_UNDECIDED_MAX`)."""
+        self._decided = False
+        self._has_text = False
+        self._item = False
+        self._base = QTextCharFormat()
+        self._bold = False
+        self._code = False
+        self._star = False
+        """The last character written is a ``*`` the next token may turn into ``**``."""
 
     def _end_cursor(self) -> QTextCursor:
         cursor = QTextCursor(self.document())
@@ -242,7 +261,6 @@ class AnswerView(QTextEdit):
         cursor.insertText(title, head)
         self._list = None
         self._list_style = None
-        self._line = ""
         self._open_line()
         return block
 
@@ -251,98 +269,92 @@ class AnswerView(QTextEdit):
         fmt = QTextBlockFormat()
         fmt.setBottomMargin(3)
         cursor.insertBlock(fmt, QTextCharFormat())
-        self._line = ""
-        self._decided = False
-        self._rich = False
+        self._fresh_line()
 
     def _newline(self) -> None:
-        if not self._line.strip():
+        if not self._has_text:
             # a blank line: reuse the block; it only ends a list of another style
             return
-        if self._rich:
-            self._render_line()
-        is_item = bool(_MARKER.match(self._line))
-        if not is_item:
+        if not self._item:
             self._list = None
             self._list_style = None
         self._open_line()
 
     def _extend(self, part: str) -> None:
-        self._line += part
-        if not self._decided:
-            if _UNDECIDED.fullmatch(self._line):
-                self._end_cursor().insertText(part, QTextCharFormat())
-                return
-            self._decided = True
-            if _MARKER.match(self._line) or _HEADING.match(self._line):
-                self._rich = True
-        if self._rich or _INLINE.search(part) or "*" in part:
-            self._rich = True
-            self._render_line()
-        else:
+        """Write ``part`` (no newline in it) at the end of the line: O(len(part))."""
+        if not self._has_text and part.strip():
+            self._has_text = True
+        if self._decided:
+            self._write_inline(part)
+            return
+        self._start += part
+        if len(self._start) <= _UNDECIDED_MAX and _UNDECIDED.fullmatch(self._start):
             self._end_cursor().insertText(part, QTextCharFormat())
-
-    def _render_line(self) -> None:
-        """Re-render only the current (last) block from its raw text."""
-        doc = self.document()
-        block = doc.lastBlock()
-        cursor = QTextCursor(block)
-        cursor.movePosition(QTextCursor.MoveOperation.EndOfBlock, QTextCursor.MoveMode.KeepAnchor)
+            return
+        # Decided: write the line so far again, as what its start says it is (once a line).
+        self._decided = True
+        start, self._start = self._start, ""
+        cursor = self._end_cursor()
+        cursor.movePosition(QTextCursor.MoveOperation.StartOfBlock, QTextCursor.MoveMode.KeepAnchor)
         cursor.removeSelectedText()
-        body = self._line
-        base = QTextCharFormat()
-        marker = _MARKER.match(body)
-        heading = _HEADING.match(body) if marker is None else None
-        if marker is not None:
-            body = body[marker.end():]
-            style = (
-                QTextListFormat.Style.ListDecimal
-                if marker.group(3)
-                else QTextListFormat.Style.ListDisc
-            )
-            nested = len(marker.group(1).expandtabs(4)) >= 2
-            if nested and style == QTextListFormat.Style.ListDisc:
-                style = QTextListFormat.Style.ListCircle
-            current = cursor.currentList()
-            if current is None:
-                if self._list is not None and self._list_style == style:
-                    self._list.add(cursor.block())
-                else:
-                    fmt = QTextListFormat()
-                    fmt.setStyle(style)
-                    fmt.setIndent(2 if nested else 1)
-                    self._list = cursor.createList(fmt)
-                    self._list_style = style
-        elif heading is not None:
-            body = body[heading.end():]
-            base.setFontWeight(QFont.Weight.Bold)
-        for text, bold, code in _spans(body):
-            fmt = QTextCharFormat(base)
-            if bold:
-                fmt.setFontWeight(QFont.Weight.Bold)
-            if code:
-                fmt.setFontFamilies(
-                    [QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont).family()]
-                )
-                fmt.setBackground(self._code_bg)
-            cursor.insertText(text, fmt)
+        self._write_inline(self._open_markup(start, cursor))
+
+    def _open_markup(self, line: str, cursor: QTextCursor) -> str:
+        """Make the current block a list item or a heading if ``line`` starts as one; the
+        rest of ``line``, to be written as inline text."""
+        marker = _MARKER.match(line)
+        heading = _HEADING.match(line) if marker is None else None
+        if heading is not None:
+            self._base.setFontWeight(QFont.Weight.Bold)
+            return line[heading.end():]
+        if marker is None:
+            return line
+        self._item = True
+        style = QTextListFormat.Style.ListDecimal if marker.group(3) else QTextListFormat.Style.ListDisc
+        nested = len(marker.group(1).expandtabs(4)) >= 2
+        if nested and style == QTextListFormat.Style.ListDisc:
+            style = QTextListFormat.Style.ListCircle
+        if cursor.currentList() is None:
+            if self._list is not None and self._list_style == style:
+                self._list.add(cursor.block())
+            else:
+                fmt = QTextListFormat()
+                fmt.setStyle(style)
+                fmt.setIndent(2 if nested else 1)
+                self._list = cursor.createList(fmt)
+                self._list_style = style
+        return line[marker.end():]
+
+    def _write_inline(self, text: str) -> None:
+        """Append ``text`` with ``**bold**`` and ```code``` applied as they stream; an
+        unclosed marker holds for the rest of the line, so a bold phrase is bold while it
+        streams."""
+        cursor = self._end_cursor()
+        if self._star and text.startswith("*"):  # the last token's "*" and this one's are "**"
+            cursor.deletePreviousChar()
+            self._bold = not self._bold
+            text = text[1:]
+        self._star = False
+        pieces = _INLINE.split(text)
+        for piece in pieces:
+            if piece == "`":
+                self._code = not self._code
+            elif piece == "**" and not self._code:
+                self._bold = not self._bold
+            elif piece:
+                cursor.insertText(piece, self._format())
+        self._star = not self._code and pieces[-1].endswith("*")
+
+    def _format(self) -> QTextCharFormat:
+        fmt = QTextCharFormat(self._base)
+        if self._bold:
+            fmt.setFontWeight(QFont.Weight.Bold)
+        if self._code:
+            fmt.setFontFamilies([QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont).family()])
+            fmt.setBackground(self._code_bg)
+        return fmt
 
 
 def _first_words(text: str, limit: int = 60) -> str:
     flat = " ".join(text.split())
     return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…"
-
-
-def _spans(text: str) -> list[tuple[str, bool, bool]]:
-    """(text, bold, code) runs; an unclosed marker applies to the rest of the line, so a
-    bold phrase is bold while it streams."""
-    out: list[tuple[str, bool, bool]] = []
-    bold = code = False
-    for piece in _INLINE.split(text):
-        if piece == "`":
-            code = not code
-        elif piece == "**" and not code:
-            bold = not bold
-        elif piece:
-            out.append((piece, bold, code))
-    return out

@@ -7,9 +7,11 @@ existing banner instead of stacking copies.
 
 from __future__ import annotations
 
+from html import escape
 from typing import Literal
 
 from PySide6.QtCore import Qt, Signal
+from PySide6.QtGui import QTextDocument
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QToolButton, QVBoxLayout, QWidget
 
 from app.ui.theme import LIGHT, Theme
@@ -33,8 +35,13 @@ class Banner(QFrame):
         row.setContentsMargins(10, 6, 6, 6)
         row.setSpacing(8)
         icon = QLabel(_ICONS[level])
+        icon.setTextFormat(Qt.TextFormat.PlainText)
         icon.setAlignment(Qt.AlignmentFlag.AlignTop)
         self.label = QLabel()
+        # Rich text for the bold title only: the message (a server's words, often) is escaped,
+        # and saying RichText keeps an escaped message from being shown as "&lt;" when Qt's
+        # guess would have called it plain.
+        self.label.setTextFormat(Qt.TextFormat.RichText)
         self.label.setWordWrap(True)
         self.label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         close = QToolButton()
@@ -53,11 +60,15 @@ class Banner(QFrame):
 
     def _render(self) -> None:
         times = f"  (×{self.count})" if self.count > 1 else ""
-        title = f"<b>{_escape(self.title)}</b> — " if self.title else ""
-        self.label.setText(f"{title}{_escape(self.message)}{times}")
+        title = f"<b>{escape(self.title)}</b> — " if self.title else ""
+        message = f"<span style='white-space: pre-wrap'>{escape(self.message)}</span>"  # lines stay lines
+        self.label.setText(f"{title}{message}{times}")
 
     def text(self) -> str:
-        return self.label.text()
+        """What the banner says, as the user reads it (its markup left out)."""
+        doc = QTextDocument()
+        doc.setHtml(self.label.text())
+        return doc.toPlainText().replace("\u2028", "\n")  # a kept line break reads back as U+2028
 
     def apply_theme(self, theme: Theme) -> None:
         bg, border = {
@@ -116,7 +127,3 @@ class BannerArea(QWidget):
         self._theme = theme
         for banner in self.banners:
             banner.apply_theme(theme)
-
-
-def _escape(text: str) -> str:
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")

@@ -222,6 +222,7 @@ class LatencyView(QDialog):
         self.legend.setObjectName("metric")
         self.legend.setTextFormat(Qt.TextFormat.RichText)
         self.note = QLabel()
+        self.note.setTextFormat(Qt.TextFormat.PlainText)
         self.note.setObjectName("metric")
         self.note.setWordWrap(True)
         layout.addWidget(self.summary)

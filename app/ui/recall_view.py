@@ -55,8 +55,8 @@ class RecallView(QLabel):
             self.setVisible(False)
             return
         rows = "".join(
-            f"<div>▸ {escape(line.text)} "
-            f"<span style='color:{self._muted}'>· {SOURCE_LABEL.get(line.source, line.source)}</span></div>"
+            f"<div>▸ {escape(line.text)} <span style='color:{self._muted}'>· "
+            f"{escape(SOURCE_LABEL.get(line.source, line.source))}</span></div>"
             for line in self.lines)
         self.setText(f"<div style='color:{self._muted}; font-size:small'>FROM YOUR DOCUMENTS</div>{rows}")
         self.setToolTip("Lines of your résumé and the job description this question touches")

@@ -31,6 +31,19 @@ from app.ui.theme import LIGHT, Theme
 FLOOR_DBFS = -60.0
 
 
+def plain_label(text: str = "") -> QLabel:
+    """A label that shows its text as it is: never read as HTML, whatever it holds.
+
+    A ``QLabel`` guesses rich text from the text itself, so a status carrying a server's
+    words ("warming up: <b>…</b><img src=…>") would be rendered, images and links
+    included.  Labels that must style their text say ``RichText`` and escape what they show.
+    """
+    label = QLabel()
+    label.setTextFormat(Qt.TextFormat.PlainText)
+    label.setText(text)
+    return label
+
+
 METER_NAMES: dict[Speaker, str] = {"interviewer": "Interviewer", "candidate": "You"}
 
 
@@ -261,20 +274,22 @@ class StatusPanel(QFrame):
         top = QHBoxLayout()
         top.setSpacing(10)
         self.state_label = QLabel()
+        self.state_label.setTextFormat(Qt.TextFormat.RichText)  # a coloured dot, then the state escaped
         self.state_label.setObjectName("state")
         self.meters: dict[Speaker, LevelMeter] = {}
         self.meter_labels: dict[Speaker, QLabel] = {}
         for speaker, who in METER_NAMES.items():
             self.meters[speaker] = LevelMeter(who="Interviewer" if speaker == "interviewer"
                                               else "Your microphone")
-            label = QLabel(who)
+            label = plain_label(who)
             label.setObjectName("metric")
             self.meter_labels[speaker] = label
         self.meter = self.meters["interviewer"]
         self.candidate_meter = self.meters["candidate"]
         self.low_latency_label = QLabel()
+        self.low_latency_label.setTextFormat(Qt.TextFormat.RichText)  # a coloured icon, then a constant
         self.low_latency_label.setObjectName("metric")
-        self.cost_label = QLabel("0 tok · $0.0000")
+        self.cost_label = plain_label("0 tok · $0.0000")
         self.cost_label.setObjectName("metric")
         self.cost_label.setToolTip("Tokens and cost of this session")
         top.addWidget(self.state_label)
@@ -284,7 +299,7 @@ class StatusPanel(QFrame):
         top.addWidget(self.cost_label)
         bottom = QHBoxLayout()
         bottom.setSpacing(10)
-        self.latency_label = QLabel("Last turn: —")
+        self.latency_label = plain_label("Last turn: —")
         self.latency_label.setObjectName("metric")
         self.latency_label.setToolTip(
             "Milestones after the interviewer fell silent: endpoint decided, request sent, "
@@ -296,13 +311,13 @@ class StatusPanel(QFrame):
             small.setPointSizeF(small.pointSizeF() * 0.9)
             self.latency_label.setFont(small)
         self.latency_label.setMinimumWidth(120)
-        self.speculation_label = QLabel("")  # kept for tests/tools; shown inside the line
+        self.speculation_label = plain_label()  # kept for tests/tools; shown inside the line
         bottom.addWidget(self.latency_label, 1)
         self.breakdown = LatencyBar()
         outer.addLayout(top)
         outer.addLayout(bottom)
         outer.addWidget(self.breakdown)
-        self.message_label = QLabel("")
+        self.message_label = plain_label()  # a stage's message: may quote a server's words
         self.message_label.setObjectName("metric")
         self.message_label.setWordWrap(True)
         self.message_label.setVisible(False)
@@ -349,7 +364,7 @@ class StatusPanel(QFrame):
         self.state = state
         text, color = STATES.get(state, (state, "muted"))
         dot = getattr(self._theme, color)
-        self.state_label.setText(f"<span style='color:{dot}'>●</span> {text}")
+        self.state_label.setText(f"<span style='color:{dot}'>●</span> {escape(text)}")
 
     def set_low_latency(self, on: bool) -> None:
         self._low = on

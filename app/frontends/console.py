@@ -1,0 +1,140 @@
+"""What the command line puts on the terminal: redacted, printable text, and the live transcript.
+
+Half of what a headless run prints was written by someone else: the model's answer, a
+server's error message, a relay's echo of the key.  So the process's ``stdout`` and
+``stderr`` are wrapped once, in :func:`app.frontends.cli.main`, before any command runs
+(``doctor`` and ``self-test`` included): every write passes :func:`app.platform.redact.redact`
+and :func:`app.core.terminal.printable`, whoever makes it (``print``, a log record, a
+traceback, argparse, the tracer's waterfall, ``--events -``).  The one thing written past
+them is the live transcript's own line rewrite on a terminal (``\\r`` and erase-line),
+through :meth:`TerminalStream.write_control`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+from collections.abc import Iterable, Iterator
+from typing import IO, Any, TextIO, cast
+
+from app.core.terminal import printable
+from app.platform.redact import redact
+
+REWRITE_LINE = "\r\033[K"
+"""Back to the start of the line and erase it: the partial caption rewrites itself."""
+
+
+def safe(text: str) -> str:
+    """``text`` as it may reach a terminal: controls stripped, then secrets masked (a key
+    split by an escape sequence is whole again once the sequence is gone)."""
+    return redact(printable(text))
+
+
+class TerminalStream:
+    """A text stream that passes only :func:`safe` text to the stream it wraps.
+
+    Everything else (``fileno``, ``isatty``, ``encoding``, ``reconfigure``, ``buffer``) is the
+    wrapped stream's, so code that writes to ``sys.stdout`` sees no difference.
+    """
+
+    def __init__(self, stream: TextIO) -> None:
+        self.wrapped = stream
+
+    def write(self, text: str) -> int:
+        self.wrapped.write(safe(text))
+        return len(text)
+
+    def writelines(self, lines: Iterable[str]) -> None:
+        for line in lines:
+            self.write(line)
+
+    def write_control(self, sequence: str) -> None:
+        """Write one of the app's own terminal sequences as it is (never text from outside)."""
+        self.wrapped.write(sequence)
+
+    def flush(self) -> None:
+        self.wrapped.flush()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.wrapped, name)
+
+
+@contextlib.contextmanager
+def terminal_output() -> Iterator[None]:
+    """``sys.stdout`` and ``sys.stderr`` as :class:`TerminalStream` for the block, then as
+    they were.  A stream that is missing (a windowed build has none) or already wrapped
+    is left alone."""
+    saved = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = _wrapped(sys.stdout), _wrapped(sys.stderr)
+    try:
+        yield
+    finally:
+        sys.stdout, sys.stderr = saved
+
+
+def _wrapped(stream: TextIO | None) -> TextIO:
+    if stream is None or isinstance(stream, TerminalStream):
+        return cast(TextIO, stream)
+    return cast(TextIO, TerminalStream(stream))
+
+
+class LiveTranscript:
+    """Readable console output: the partial rewrites one line, finals and answers stay.
+
+    Every piece of text passes :func:`safe` here too, so the transcript is safe on any
+    stream it is given, wrapped or not.
+    """
+
+    def __init__(self, out: IO[str], *, answers: bool = False) -> None:
+        self._out = out
+        self._answers = answers
+        self._tty = out.isatty()
+        self._answer_request: int | None = None
+
+    def __call__(self, event: object) -> None:
+        from app.core.events import (
+            CutEvent,
+            ErrorEvent,
+            FinalEvent,
+            PartialEvent,
+            RetractedEvent,
+            StatusEvent,
+            TokenEvent,
+        )
+
+        if isinstance(event, PartialEvent) and self._tty:
+            self._write(f"… {event.text}", rewrite=True)
+        elif isinstance(event, FinalEvent):
+            self._end_answer()
+            who = "You" if event.speaker == "candidate" else "Q"
+            self._write(f"{who}: {event.text}\n", rewrite=True)
+        elif isinstance(event, TokenEvent) and self._answers:
+            if self._answer_request != event.request:
+                self._end_answer()
+                self._answer_request = event.request
+                self._write("A: ")
+            self._write(event.text)
+        elif isinstance(event, CutEvent) and self._answers:
+            self._write(" [cut short]")
+            self._end_answer()
+        elif isinstance(event, RetractedEvent) and self._answers:
+            self._end_answer()
+            why = "the question went on" if event.reason == "continued" else "withdrawn"
+            self._write(f"[answer withdrawn: {why}]\n")
+        elif isinstance(event, ErrorEvent):
+            self._write(f"\n[{event.stage}] {event.message}\n")
+        elif isinstance(event, StatusEvent) and self._tty:
+            self._write(f"[{event.stage}] {event.message}\n", rewrite=True)
+
+    def _end_answer(self) -> None:
+        if self._answer_request is not None:
+            self._write("\n")
+            self._answer_request = None
+
+    def _write(self, text: str, *, rewrite: bool = False) -> None:
+        """``text``, made safe; ``rewrite`` first clears the line on a terminal (the partial's)."""
+        if rewrite and self._tty:
+            control = getattr(self._out, "write_control", self._out.write)
+            control(REWRITE_LINE)
+        self._out.write(safe(text))
+        self._out.flush()
