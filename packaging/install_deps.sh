@@ -6,6 +6,7 @@
 #
 #   --dev   also the test tools (the [dev] extra): CI runs the tests before building
 #
+# Every library comes from uv.lock, hash-checked (packaging/install_locked.sh);
 # llama-cpp-python is compiled once per version into build/wheels by
 # packaging/llama_wheel.sh (which says what it is compiled for) and installed from there;
 # the version is pinned in packaging/llama-cpp-python.txt.  IC_WHEEL_DIR overrides the
@@ -36,11 +37,8 @@ if [[ -x .venv/bin/python ]]; then VPY=.venv/bin/python; else VPY=.venv/Scripts/
 
 "$VPY" -m pip install --upgrade pip
 # llama-cpp-python is a default dependency (the end-of-turn words model); [local] adds its server.
-WHEELS="${IC_WHEEL_DIR:-$ROOT/build/wheels}"
-PYTHON="$VPY" bash packaging/llama_wheel.sh "$WHEELS"
-extras="zh,smart-turn"  # what the installers ship: Chinese, and Smart Turn's ONNX (off by default)
+extras="zh,smart-turn,bundle"  # what the installers ship: Chinese, Smart Turn's ONNX (off by default); PyInstaller
 [[ "${IC_BUNDLE_LLM:-1}" != 0 ]] && extras="local,$extras"
 [[ "${1:-}" == "--dev" ]] && extras="$extras,dev"
-"$VPY" -m pip install --find-links "$WHEELS" -c packaging/llama-cpp-python.txt ".[$extras]" \
-  "pyinstaller>=6.10" "pyinstaller-hooks-contrib>=2024.8"
+VPY="$VPY" bash packaging/install_locked.sh "$extras"
 "$VPY" -m pip list 2>/dev/null | grep -i -E "^(pyinstaller|llama|faster|ctranslate2|pyside6|openai) " || true

@@ -37,5 +37,18 @@ if ((${#existing[@]})); then
   echo "== llama-cpp-python $VERSION: reusing ${existing[0]}"
   exit 0
 fi
+# The sdist compiled is the one uv.lock names, checked against the lock's hash.
+HASH="$("$PY" - "$ROOT/uv.lock" "$VERSION" <<'PY'
+import sys, tomllib
+with open(sys.argv[1], "rb") as f:
+    lock = tomllib.load(f)
+found = [p for p in lock["package"] if p["name"] == "llama-cpp-python" and p["version"] == sys.argv[2]]
+print(found[0]["sdist"]["hash"] if found else "")
+PY
+)"
+[[ -n "$HASH" ]] || { echo "error: uv.lock has no llama-cpp-python $VERSION (run: python -m uv lock)" >&2; exit 1; }
 echo "== llama-cpp-python $VERSION: compiling a wheel (CMAKE_ARGS=$CMAKE_ARGS${MACOSX_DEPLOYMENT_TARGET:+, MACOSX_DEPLOYMENT_TARGET=$MACOSX_DEPLOYMENT_TARGET}) into $DIR"
-"$PY" -m pip wheel --no-deps --no-binary llama-cpp-python -w "$DIR" "llama-cpp-python==$VERSION"
+REQ="$(mktemp)"
+trap 'rm -f "$REQ"' EXIT
+echo "llama-cpp-python==$VERSION --hash=$HASH" > "$REQ"
+"$PY" -m pip wheel --no-deps --no-binary llama-cpp-python --require-hashes -w "$DIR" -r "$REQ"

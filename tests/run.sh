@@ -12,7 +12,7 @@ cd "$(dirname "$0")/.."
 DEBS=(
   libportaudio2 espeak-ng sox pulseaudio pulseaudio-utils libasound2-plugins
   libegl1 libgl1 libxkbcommon0 libfontconfig1 libdbus-1-3 libglib2.0-0
-  xvfb xauth libxkbcommon-x11-0 libxcb-cursor0 libxcb-icccm4 libxcb-image0 libxcb-keysyms1
+  xvfb xauth xdotool libxkbcommon-x11-0 libxcb-cursor0 libxcb-icccm4 libxcb-image0 libxcb-keysyms1
   libxcb-randr0 libxcb-render-util0 libxcb-shape0 libxcb-xinerama0 libxcb-xfixes0 libx11-xcb1
   binutils nginx-light fonts-noto-cjk flite
 )
@@ -28,8 +28,10 @@ if ((${#missing[@]})); then
 fi
 
 [ -x .venv/bin/python ] || python3 -m venv .venv
-# llama-cpp-python builds from source; the native CPU build crashes on some CPUs.
-CMAKE_ARGS="-DGGML_NATIVE=OFF" .venv/bin/pip install -q --disable-pip-version-check -e '.[local,zh,smart-turn,dev,bundle,diagnostics]'
+# Every library from uv.lock, hash-checked; llama-cpp-python compiled from its locked sdist once
+# (the native CPU build crashes on some CPUs) into a wheel folder kept outside the checkout.
+CMAKE_ARGS="-DGGML_NATIVE=OFF" IC_WHEEL_DIR="${IC_WHEEL_DIR:-$HOME/.cache/interview-copilot/wheels}" \
+  VPY=.venv/bin/python bash packaging/install_locked.sh --editable local,zh,smart-turn,dev,bundle,diagnostics
 
 .venv/bin/ruff check app devtools tests packaging
 .venv/bin/mypy app devtools

@@ -205,4 +205,14 @@ def test_every_build_compiles_llama_cpp_for_the_same_cpus() -> None:
     wheel_script = (ROOT / "packaging" / "llama_wheel.sh").read_text(encoding="utf-8")
     assert 'CMAKE_ARGS="${CMAKE_ARGS:--DGGML_NATIVE=OFF}"' in wheel_script
     assert 'CMAKE_ARGS="-DGGML_NATIVE=OFF"' in (ROOT / "tests" / "run.sh").read_text(encoding="utf-8")
-    assert "llama_wheel.sh" in (ROOT / "packaging" / "install_deps.sh").read_text(encoding="utf-8")
+    assert "llama_wheel.sh" in (ROOT / "packaging" / "install_locked.sh").read_text(encoding="utf-8")
+
+
+def test_every_install_goes_through_the_lock() -> None:
+    """The test run and the installers install with one script, from uv.lock, hash-checked."""
+    for script in (ROOT / "tests" / "run.sh", ROOT / "packaging" / "install_deps.sh"):
+        text = script.read_text(encoding="utf-8")
+        assert "packaging/install_locked.sh" in text, script
+        assert "pip install" not in text.replace("pip install --upgrade pip", ""), script
+    locked = (ROOT / "packaging" / "install_locked.sh").read_text(encoding="utf-8")
+    assert "--frozen" in locked and "--require-hashes" in locked

@@ -11,7 +11,10 @@ are made from, so the answers stay what they were; end-of-turn scores move, thou
 to flip a text scored at a threshold, so the words model keeps the shipped weights its
 thresholds were chosen on.  The file is written once into the cache folder by llama.cpp's
 own quantizer (decision 0007), under a temporary name then renamed, so it is whole or
-absent; if that fails the shipped file is used.
+absent; if that fails the shipped file is used.  Both files are checked before use: the
+shipped one against its pinned SHA-256, the conversion against the hash recorded when it
+was written, and the conversion is named after the shipped file's pinned hash
+(:mod:`app.platform.pinned`).
 """
 
 from __future__ import annotations
@@ -30,10 +33,12 @@ from pathlib import Path
 from typing import Any
 
 from app.core.config import cache_dir
+from app.core.private import private_dir, write_private_text
+from app.platform.pinned import SMOLLM2_GGUF, IntegrityError, Pin, sha256_file, verify_file
 
 log = logging.getLogger(__name__)
 
-GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
+GGUF_NAME = SMOLLM2_GGUF.name
 FAST_STEM = "SmolLM2-135M-Instruct.Q8_0"
 _converting = threading.Lock()
 _LOG_CALLBACKS: list[Any] = []
@@ -56,34 +61,64 @@ def find_bundled_model() -> Path | None:
     return None
 
 
+def verified_bundled_model(root: Path | None = None) -> Path | None:
+    """The shipped GGUF once it is checked against its pin (None: not installed).
+
+    Raises :class:`IntegrityError` when it is not the file this version was tested with.
+    ``root``: where the verification markers live (tests)."""
+    source = find_bundled_model()
+    return None if source is None else verify_file(source, SMOLLM2_GGUF, root=root)
+
+
 def fast_model(root: Path | None = None) -> Path | None:
     """The bundled model in Q8_0 (see the module's docstring), converted on first use;
     the shipped file when it cannot be; None when there is no bundled model.
 
-    The converted file is named after the shipped one's size and modification time, so a
-    new package version gets its own conversion (and the old one is deleted).
+    The converted file is named after the shipped file's pinned hash, and its own hash,
+    recorded as it is written, is checked like a pin before each use, so a file changed in
+    the cache folder is converted again.  Raises :class:`IntegrityError` when the shipped
+    file is not the pinned one.
     """
-    source = find_bundled_model()
+    folder = root or cache_dir() / "models"
+    markers = None if root is None else root / "verified"  # None: the cache folder's own
+    source = verified_bundled_model(root=markers)
     if source is None or not llama_cpp_installed():
         return source
-    shipped = source.stat()
-    folder = root or cache_dir() / "models"
-    target = folder / f"{FAST_STEM}-{shipped.st_size}-{shipped.st_mtime_ns}.gguf"
+    target = folder / f"{FAST_STEM}-{SMOLLM2_GGUF.sha256[:16]}.gguf"
     with _converting:  # callers on two threads may ask at once
-        if not target.is_file():
-            try:
-                _requantize(source, target)
-            except (OSError, RuntimeError) as exc:
-                log.warning("using %s as shipped (no faster copy: %s)", source.name, exc)
-                return source
-    return target
+        try:
+            return verify_file(target, _recorded_pin(target), root=markers)
+        except IntegrityError:
+            pass  # not converted yet, or changed since: convert (again)
+        try:
+            _requantize(source, target)
+            _record(target)
+            return verify_file(target, _recorded_pin(target), root=markers)
+        except (OSError, RuntimeError) as exc:  # IntegrityError included: a conversion that did not hold
+            log.warning("using %s as shipped (no faster copy: %s)", source.name, exc)
+            return source
+
+
+def _record(target: Path) -> None:
+    """Keep the conversion's SHA-256 and size beside it, written whole or not at all."""
+    write_private_text(target.with_name(target.name + ".sha256"),
+                       f"{sha256_file(target)} {target.stat().st_size}\n")
+
+
+def _recorded_pin(target: Path) -> Pin:
+    """The conversion's own pin, as :func:`_record` kept it; IntegrityError without one."""
+    try:
+        digest, size = target.with_name(target.name + ".sha256").read_text(encoding="ascii").split()
+        return Pin(target.name, digest, int(size))
+    except (OSError, ValueError) as exc:
+        raise IntegrityError(f"{target.name} has no recorded checksum") from exc
 
 
 def _requantize(source: Path, target: Path) -> None:
     import llama_cpp
 
     quiet_llama_logs()
-    target.parent.mkdir(parents=True, exist_ok=True)
+    private_dir(target.parent)
     partial = target.with_name(f"{target.name}.tmp-{os.getpid()}")
     params = llama_cpp.llama_model_quantize_default_params()
     params.ftype = llama_cpp.LLAMA_FTYPE_MOSTLY_Q8_0
@@ -96,6 +131,7 @@ def _requantize(source: Path, target: Path) -> None:
         partial.unlink(missing_ok=True)
     for stale in _earlier_conversions(target):
         stale.unlink(missing_ok=True)
+        stale.with_name(stale.name + ".sha256").unlink(missing_ok=True)
 
 
 def _earlier_conversions(target: Path) -> list[Path]:

@@ -24,11 +24,12 @@ import numpy as np
 import numpy.typing as npt
 
 from app.audio.frames import SAMPLE_RATE
+from app.platform.pinned import SMART_TURN_ONNX, IntegrityError, verify_file
 
 WHEEL = "pipecat-ai"
 EXTRA = "smart-turn"
 """The optional dependency group that installs :data:`WHEEL` (pyproject.toml)."""
-MODEL_FILE = "smart-turn-v3.2-cpu.onnx"
+MODEL_FILE = SMART_TURN_ONNX.name
 WINDOW_S = 8
 TAIL_S = 0.2
 """Silence after the last word when Smart Turn reads the audio: pipecat runs it once its
@@ -62,6 +63,11 @@ class SmartTurn:
         if path is None:
             raise SoundUnavailable(f"Smart Turn needs the {WHEEL} package ({MODEL_FILE}): "
                                    f"pip install 'interview-copilot[{EXTRA}]'")
+        if model_path is None:  # the shipped file: the one its weight in the policy was chosen on
+            try:
+                verify_file(path, SMART_TURN_ONNX)
+            except IntegrityError as exc:
+                raise SoundUnavailable(f"Smart Turn was not loaded: {exc}") from exc
         try:
             import onnxruntime as ort
 

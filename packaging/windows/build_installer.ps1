@@ -26,7 +26,7 @@ $Version = & $Python -c "import re; print(re.search(r'__version__\s*=\s*\x22([^\
 if ($LASTEXITCODE -ne 0) { throw "could not read the version" }
 
 & $Python -c "import PyInstaller" 2>$null
-if ($LASTEXITCODE -ne 0) { & $Python -m pip install "pyinstaller>=6.10" "pyinstaller-hooks-contrib>=2024.8"; if ($LASTEXITCODE -ne 0) { throw "pip failed" } }
+if ($LASTEXITCODE -ne 0) { throw "PyInstaller is not installed: run packaging/install_deps.sh (it installs the locked versions)" }
 if (-not (Test-Path "assets\icon.ico")) {
   $env:QT_QPA_PLATFORM = "offscreen"
   & $Python packaging\make_icons.py; if ($LASTEXITCODE -ne 0) { throw "make_icons failed" }
