@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import io
 import os
+import subprocess
+import sys
+import tracemalloc
 import zipfile
+from collections.abc import Callable
 from pathlib import Path
 
 import pypdf
@@ -18,6 +22,7 @@ from app.prompt.documents import (
     load_job_description,
     load_resume,
 )
+from app.prompt.docx import MAX_XML_BYTES
 
 
 def make_pdf(pages: list[list[str]]) -> bytes:
@@ -329,3 +334,160 @@ def test_read_errors_become_document_errors(
 
     monkeypatch.setattr(Path, "read_bytes", io_error)
     assert "Input/output error" in str(_error(path))
+
+
+# Hostile files: every reader is bounded in time and memory, whatever the bytes (issue 42).
+
+
+def _read_in_child(path: Path, max_chars: int, timeout: float = 60.0) -> str:
+    """``load_document`` in a child process, so a reader that never ends fails the test
+    (after ``timeout``) instead of holding the suite: a regex cannot be interrupted."""
+    code = ("import sys; from app.prompt.documents import load_document; "
+            "sys.stdout.buffer.write(load_document(sys.argv[1], max_chars=int(sys.argv[2])).encode())")
+    done = subprocess.run([sys.executable, "-c", code, str(path), str(max_chars)],
+                          capture_output=True, text=True, encoding="utf-8", timeout=timeout,
+                          cwd=Path(__file__).resolve().parents[1], check=True)
+    return done.stdout
+
+
+def test_markdown_of_unclosed_comments_is_read_in_linear_time(tmp_path: Path) -> None:
+    """2 MB of ``<!--`` without a ``-->``: the old regex tried each one against the rest of
+    the file (80 KB took 11 s, so this would take hours); one pass takes milliseconds.  The
+    unclosed markers stay as text, as they did."""
+    path = tmp_path / "cv.md"
+    path.write_text("# Jane Doe\n\n" + "<!--" * 500_000, encoding="utf-8")
+    text = _read_in_child(path, max_chars=200)
+    assert text.startswith("# Jane Doe\n\n<!--<!--") and text.endswith(TRUNCATION_MARKER)
+
+
+def test_pdf_line_of_many_spaces_is_read_in_linear_time(tmp_path: Path) -> None:
+    """A page whose first line is a number, 100,000 spaces and a word: the page-number
+    pattern split the run of spaces every way it could (40,000 spaces: 34 s)."""
+    path = tmp_path / "cv.pdf"
+    path.write_bytes(make_pdf([["1" + " " * 100_000 + "Jane", "Doe"]]))
+    text = _read_in_child(path, max_chars=30_000)
+    assert text == "1 Jane\nDoe"
+
+
+@pytest.mark.parametrize("depth", [5_000, 100_000])
+def test_docx_nested_thousands_deep_is_refused_not_a_crash(tmp_path: Path, depth: int) -> None:
+    """The old recursive walk raised RecursionError, which nobody caught."""
+    path = tmp_path / "deep.docx"
+    path.write_bytes(make_docx("<w:sdt>" * depth + _p("Jane Doe") + "</w:sdt>" * depth))
+    assert "nested over 500 levels deep" in str(_error(path))
+
+
+def test_docx_nested_as_deep_as_word_goes_is_read(tmp_path: Path) -> None:
+    tables = "<w:tbl><w:tr><w:tc>" * 40 + _p("Jane Doe") + "</w:tc></w:tr></w:tbl>" * 40
+    path = tmp_path / "tables.docx"
+    path.write_bytes(make_docx(tables))
+    assert load_resume(path) == "Jane Doe"
+
+
+def _deflated(name: str, xml: bytes) -> bytes:
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED, compresslevel=9) as package:
+        package.writestr(name, xml)
+    return out.getvalue()
+
+
+def _peak_bytes_while(read: Callable[[], object]) -> int:
+    tracemalloc.start()
+    try:
+        read()
+    except DocumentError:
+        pass
+    finally:
+        peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+    return peak
+
+
+def test_docx_bomb_is_refused_in_bounded_memory(tmp_path: Path) -> None:
+    """16 KB unpacking to 10 MB of elements: the old reader built the whole tree (about
+    100 MB); unpacked and parsed a chunk at a time, the memory stays under the cap itself."""
+    header = f'<w:document xmlns:w="{W_NS}"><w:body>'.encode()
+    path = tmp_path / "bomb.docx"
+    footer = b"</w:body></w:document>"
+    path.write_bytes(_deflated("word/document.xml", header + b"<w:x/>" * 1_800_000 + footer))
+    assert path.stat().st_size < 20_000
+    assert "too large once unpacked" in str(_error(path))
+    assert _peak_bytes_while(lambda: load_resume(path)) < MAX_XML_BYTES
+
+
+def test_docx_of_one_huge_text_is_capped_in_bounded_memory(tmp_path: Path) -> None:
+    """10 MB of text in one run (under 4 MB once unpacked, it is not the byte cap that
+    stops it): reading stops at the text budget, and the result is capped as usual."""
+    body = (f'<w:document xmlns:w="{W_NS}"><w:body><w:p><w:r><w:t>'.encode() + b"word " * 700_000
+            + b"</w:t></w:r></w:p></w:body></w:document>")
+    path = tmp_path / "huge.docx"
+    path.write_bytes(_deflated("word/document.xml", body))
+    text = load_resume(path)
+    assert text.startswith("word word") and text.endswith("\n" + TRUNCATION_MARKER)
+    assert _peak_bytes_while(lambda: load_resume(path)) < MAX_XML_BYTES
+
+
+def test_docx_with_thousands_of_parts_is_refused(tmp_path: Path) -> None:
+    """zipfile makes an object for every entry before any can be read: a 20 MB file of
+    empty entries would take hundreds of MB.  A Word file has a few dozen."""
+    parts = {f"media/{i}": "" for i in range(1_500)}
+    path = tmp_path / "parts.docx"
+    path.write_bytes(make_docx(_p("Jane Doe"), extra=parts))
+    assert "more than 1000 parts" in str(_error(path))
+
+
+def test_docx_compressed_as_no_editor_does_is_refused(tmp_path: Path) -> None:
+    """bzip2 unpacks a whole compressed chunk at once, whatever it expands to, so the
+    chunked reading could not bound it; Word, LibreOffice and Pages all deflate."""
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_BZIP2) as package:
+        package.writestr("word/document.xml", f'<w:document xmlns:w="{W_NS}"><w:body>{_p("Jane")}'
+                         "</w:body></w:document>")
+    path = tmp_path / "bz.docx"
+    path.write_bytes(out.getvalue())
+    assert "could not be read as a Word document" in str(_error(path))
+
+
+def test_docx_with_a_dtd_is_refused(tmp_path: Path) -> None:
+    """Entities are where XML multiplies its size (the billion laughs); Word never writes
+    a DTD, so one is refused before any entity is declared."""
+    xml = ('<?xml version="1.0"?><!DOCTYPE w:document [<!ENTITY a "' + "x" * 1000 + '">'
+           '<!ENTITY b "&a;&a;&a;&a;&a;&a;&a;&a;&a;&a;">]>'
+           f'<w:document xmlns:w="{W_NS}"><w:body><w:p><w:r><w:t>&b;</w:t></w:r></w:p></w:body></w:document>')
+    path = tmp_path / "dtd.docx"
+    path.write_bytes(_deflated("word/document.xml", xml.encode()))
+    assert "its text is damaged" in str(_error(path))
+
+
+@pytest.mark.parametrize("suffix", [".docx", ".pdf", ".md"])
+def test_a_file_past_the_time_limit_is_named_with_the_reason(tmp_path: Path, suffix: str) -> None:
+    """The readers look at the clock inside their loops; here the limit is already over at
+    the first look, so the refusal does not depend on this machine's speed."""
+    path = tmp_path / f"cv{suffix}"
+    content = {".docx": make_docx(_p("Jane Doe")), ".pdf": make_pdf(RESUME_PAGES), ".md": b"# Jane Doe"}
+    path.write_bytes(content[suffix])
+    with pytest.raises(DocumentError) as info:
+        load_document(path, max_chars=6000, label="résumé", time_limit=0.0)
+    assert str(info.value) == (
+        f'The résumé file "cv{suffix}" took longer than 0 s to read, so it was skipped (it may be '
+        "damaged, or made to stall programs that read it): save it again as .docx, .pdf, .txt or "
+        ".md, or paste its text into a .txt file, and pick that in Settings."
+    )
+    assert load_document(path, max_chars=6000).startswith(("Jane Doe", "# Jane Doe"))
+
+
+def test_pdf_reads_forty_pages_at_most(tmp_path: Path) -> None:
+    path = tmp_path / "long.pdf"
+    path.write_bytes(make_pdf([[f"Section {n} of the thesis."] for n in range(1, 61)]))
+    text = load_document(path, max_chars=100_000)
+    assert "Section 40 of" in text and "Section 41 of" not in text
+
+
+def test_pdf_page_of_endless_text_stops_at_the_text_budget(tmp_path: Path) -> None:
+    """One page holding far more than the prompt keeps: the page is cut inside pypdf's walk
+    (the text budget), and the result is capped at a clean boundary as usual."""
+    path = tmp_path / "endless.pdf"
+    path.write_bytes(make_pdf([[f"Shipped feature {n} on time." for n in range(3_000)]]))
+    text = load_document(path, max_chars=1000)
+    assert text.startswith("Shipped feature 0 on time.") and text.endswith("time.\n" + TRUNCATION_MARKER)
+    assert len(text) <= 1000

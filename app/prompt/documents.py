@@ -4,44 +4,45 @@ Everything here runs once per session, before the first question, so it favours 
 failure messages over speed: a bad file must end up as one sentence in the UI telling the
 user which file is wrong and what to do, never as a traceback.  The text is capped because
 it sits in every request's prefix: a 20-page CV would cost latency and money on every turn.
+
+Word and PDF files are read by ``docx.py`` and ``pdf.py`` beside this module, within the
+bounds of ``limits.py`` (a time limit, a text budget); every step here is a single linear
+pass, so no file, however made, can stall the session's start or fill the memory.
 """
 
 from __future__ import annotations
 
-import io
 import re
-import zipfile
 from collections import Counter
 from pathlib import Path
-from xml.etree import ElementTree
+
+from app.prompt.docx import docx_text
+from app.prompt.limits import READ_TIME_LIMIT_S, Deadline, Unreadable, raw_text_budget
+from app.prompt.pdf import pdf_pages
 
 RESUME_MAX_CHARS = 6000
 JOB_DESCRIPTION_MAX_CHARS = 3000
 TRUNCATION_MARKER = "[…truncated]"
 MAX_FILE_BYTES = 20 * 1024 * 1024
 """Bigger files are not résumés; refusing them early keeps a wrong pick from hanging the app."""
-MAX_PDF_PAGES = 40
 
 TEXT_SUFFIXES = frozenset({".txt", ".text", ".md", ".markdown"})
 PDF_SUFFIXES = frozenset({".pdf"})
 DOCX_SUFFIXES = frozenset({".docx", ".docm"})
-MAX_DOCX_XML_BYTES = 50 * 1024 * 1024
-"""The unpacked document body we will parse: a résumé's is well under 1 MB, and a zip bomb
-renamed .docx must not fill the memory."""
 
 _FIX_TYPE = "save it as .docx, .pdf, .txt or .md and pick it again in Settings"
-_W = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}"
-_MC_FALLBACK = "{http://schemas.openxmlformats.org/markup-compatibility/2006}Fallback"
 _LIGATURES = {"\ufb00": "ff", "\ufb01": "fi", "\ufb02": "fl", "\ufb03": "ffi", "\ufb04": "ffl"}
 _INVISIBLE = re.compile("[\u00ad\u200b\u200c\u200d\u2060\ufeff]")
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0e-\x1f\x7f]")
 _HSPACE = re.compile(r"[^\S\n]+")
 _BLANK_LINES = re.compile(r"\n{3,}")
-_HTML_COMMENT = re.compile(r"<!--.*?-->", re.DOTALL)
 _PAGE_NUMBER = re.compile(
     r"^(?:page\s*)?[-–—]?\s*\d{1,3}\s*(?:(?:/|of)\s*\d{1,3})?\s*[-–—]?$|^第\s*\d{1,3}\s*页(?:\s*/?\s*共\s*\d{1,3}\s*页)?$",
     re.IGNORECASE,
 )
+_PAGE_NUMBER_MAX_CHARS = 40
+r"""The longest line tried as a page number ("Page 12 of 40" is 13).  The pattern's runs of
+``\s*`` can split a long run of spaces many ways, so a 20,000-space line took 12 s."""
 _HYPHENATED = re.compile(r"([a-z])-\n([a-z])")
 _SENTENCE_END = re.compile(r"[.!?。！？;；](?=\s)|[。！？](?=\S)|\n")
 
@@ -62,20 +63,35 @@ def load_job_description(path: str | Path, max_chars: int = JOB_DESCRIPTION_MAX_
     return load_document(path, max_chars=max_chars, label="job description")
 
 
-def load_document(path: str | Path, *, max_chars: int, label: str = "document") -> str:
+def load_document(
+    path: str | Path, *, max_chars: int, label: str = "document", time_limit: float = READ_TIME_LIMIT_S
+) -> str:
     """Read a .txt/.md/.pdf/.docx file into normalised text of at most ``max_chars`` characters.
 
     Raises :class:`DocumentError` for every way a user-picked file can be unusable, so the
-    caller needs one ``except`` and can show ``str(exc)`` as is.
+    caller needs one ``except`` and can show ``str(exc)`` as is.  That includes a file that
+    takes more than ``time_limit`` seconds to read once its bytes are in memory (see
+    :data:`~app.prompt.limits.READ_TIME_LIMIT_S`), or would take more memory than a résumé.
     """
     if max_chars < len(TRUNCATION_MARKER) + 1:
         raise ValueError(f"max_chars must be at least {len(TRUNCATION_MARKER) + 1}")
     p = Path(path).expanduser()
     what = f'The {label} file "{p.name or p}"'
     data = _read_bytes(p, what)
+    try:
+        text = _text(data, p, what, Deadline(time_limit), raw_text_budget(max_chars))
+    except Unreadable as exc:
+        raise DocumentError(f"{what} {exc.reason}.", p) from None
+    return cap_text(text, max_chars)
+
+
+def _text(data: bytes, p: Path, what: str, deadline: Deadline, budget: int) -> str:
+    """The normalised text of the file, by its type; raises :class:`Unreadable` or
+    :class:`DocumentError`."""
     suffix = p.suffix.lower()
     if suffix in PDF_SUFFIXES:
-        text = _normalise(_strip_page_furniture(_pdf_pages(data, p, what, max_chars)), pdf=True)
+        pages = pdf_pages(data, deadline=deadline, max_text=budget)
+        text = _normalise(_strip_page_furniture(pages), pdf=True)
         if not text:
             raise DocumentError(
                 f"{what} has no selectable text (it may be a scanned image): export it as a "
@@ -83,7 +99,7 @@ def load_document(path: str | Path, *, max_chars: int, label: str = "document") 
                 p,
             )
     elif suffix in DOCX_SUFFIXES:
-        text = _normalise(_docx_text(data, p, what), pdf=False)
+        text = _normalise(docx_text(data, deadline=deadline, max_text=budget), pdf=False)
         if not text:
             raise DocumentError(f"{what} has no text: add the text and pick it again in Settings.", p)
     elif suffix == ".doc":
@@ -95,13 +111,36 @@ def load_document(path: str | Path, *, max_chars: int, label: str = "document") 
     elif suffix in TEXT_SUFFIXES:
         raw = _decode_text(data, p, what)
         if suffix in {".md", ".markdown"}:
-            raw = _HTML_COMMENT.sub("", raw)
-        text = _normalise(raw, pdf=False)
+            raw = strip_html_comments(raw)
+        text = _normalise(raw[:budget], pdf=False)
+        deadline.check()  # every step above is one linear pass over at most MAX_FILE_BYTES
         if not text:
             raise DocumentError(f"{what} is empty: add the text and pick it again in Settings.", p)
     else:
         raise DocumentError(f"{what} is not a Word, PDF, text or Markdown file: {_FIX_TYPE}.", p)
-    return cap_text(text, max_chars)
+    return text
+
+
+def strip_html_comments(text: str) -> str:
+    """``text`` without its ``<!-- … -->`` comments (what a Markdown viewer hides).
+
+    One pass of ``str.find``, not the regex ``<!--.*?-->``: that one tries each unclosed
+    ``<!--`` against the whole rest of the text, so a file of unclosed markers took time
+    growing with the square of its length (80 KB: 11 s).  Here each character is scanned a
+    bounded number of times.  The result is the regex's: a comment ends at the first
+    ``-->`` after its ``<!--``, and an unclosed ``<!--`` stays as text — as does every later
+    one, since no ``-->`` follows them either.
+    """
+    kept: list[str] = []
+    start = 0
+    while (opening := text.find("<!--", start)) != -1:
+        closing = text.find("-->", opening + 4)
+        if closing == -1:
+            break
+        kept.append(text[start:opening])
+        start = closing + 3
+    kept.append(text[start:])
+    return "".join(kept)
 
 
 def _read_bytes(p: Path, what: str) -> bytes:
@@ -163,128 +202,6 @@ def _decode_text(data: bytes, p: Path, what: str) -> str:
         return data.decode("cp1252", errors="replace")
 
 
-def _pdf_pages(data: bytes, p: Path, what: str, max_chars: int) -> list[str]:
-    """Text of each page; stops early once far more than the cap has been extracted."""
-    if b"%PDF-" not in data[:1024]:
-        raise DocumentError(
-            f"{what} is not a real PDF (its contents are something else): {_FIX_TYPE}.", p
-        )
-    try:
-        from pypdf import PdfReader
-
-        reader = PdfReader(io.BytesIO(data), strict=False)
-        if reader.is_encrypted and not reader.decrypt(""):
-            raise DocumentError(
-                f"{what} is password-protected: save a copy without a password and pick it "
-                "again in Settings.",
-                p,
-            )
-        pages: list[str] = []
-        total = 0
-        for page in reader.pages[:MAX_PDF_PAGES]:
-            text = page.extract_text() or ""
-            pages.append(text)
-            total += len(text)
-            if total > 3 * max_chars:
-                break
-        return pages
-    except DocumentError:
-        raise
-    except Exception:  # pypdf raises many types (and plain ones) for damaged files
-        raise DocumentError(
-            f"{what} could not be read as a PDF (it may be damaged): export or download it "
-            "again, or save it as .txt, and pick it again in Settings.",
-            p,
-        ) from None
-
-
-def _docx_text(data: bytes, p: Path, what: str) -> str:
-    """The text of a Word document: every paragraph in reading order, one per line.
-
-    Read straight from the package (``word/document.xml``) with the standard library
-    rather than python-docx: we only need the words, python-docx skips text boxes and
-    walks tables apart from paragraphs (a two-column résumé is usually one or the other),
-    and it would add lxml, a native library, to every installer.  Every ``w:p`` is taken
-    in document order, tables and text boxes included; tabs and line breaks are kept,
-    and a list paragraph gets a "- " so the recall and the model see bullets.
-    """
-    try:
-        with zipfile.ZipFile(io.BytesIO(data)) as package:
-            info = package.getinfo("word/document.xml")
-            if info.file_size > MAX_DOCX_XML_BYTES:
-                raise DocumentError(
-                    f"{what} is too large once unpacked to be a résumé or job description: "
-                    "pick a smaller file in Settings.",
-                    p,
-                )
-            xml = package.read(info)
-    except DocumentError:
-        raise
-    except RuntimeError:  # zipfile: "File is encrypted, password required"
-        raise DocumentError(
-            f"{what} is password-protected: save a copy without a password and pick it "
-            "again in Settings.",
-            p,
-        ) from None
-    except (zipfile.BadZipFile, KeyError, OSError, ValueError, EOFError, NotImplementedError):
-        encrypted = data.startswith(b"\xd0\xcf\x11\xe0")  # Word saves protected files in OLE
-        raise DocumentError(
-            f"{what} is password-protected: save a copy without a password and pick it "
-            "again in Settings." if encrypted else
-            f"{what} could not be read as a Word document (it may be damaged, or another "
-            f"kind of file renamed to {p.suffix}): {_FIX_TYPE}.",
-            p,
-        ) from None
-    try:
-        root = ElementTree.fromstring(xml)
-    except ElementTree.ParseError:
-        raise DocumentError(
-            f"{what} could not be read as a Word document (its text is damaged): "
-            f"{_FIX_TYPE}.",
-            p,
-        ) from None
-    lines: list[str] = []
-    _docx_paragraphs(root, lines)
-    return "\n".join(lines)
-
-
-def _docx_paragraphs(node: ElementTree.Element, lines: list[str]) -> None:
-    """Append the text of each paragraph under ``node`` in reading order; a text box's
-    paragraphs come after the paragraph that anchors it, and the VML copy Word keeps of
-    each text box for old readers (``mc:Fallback``) is skipped, so nothing is said twice."""
-    for child in node:
-        if child.tag == _MC_FALLBACK:
-            continue
-        if child.tag == f"{_W}p":
-            parts: list[str] = []
-            boxes: list[ElementTree.Element] = []
-            _docx_runs(child, parts, boxes)
-            text = "".join(parts)
-            if child.find(f"{_W}pPr/{_W}numPr") is not None and text.strip():
-                text = "- " + text.lstrip()
-            if text.strip() or not boxes:  # an empty paragraph is spacing; an anchor is not
-                lines.append(text)
-            for box in boxes:
-                _docx_paragraphs(box, lines)
-        else:
-            _docx_paragraphs(child, lines)
-
-
-def _docx_runs(node: ElementTree.Element, parts: list[str], boxes: list[ElementTree.Element]) -> None:
-    for child in node:
-        tag = child.tag
-        if tag == f"{_W}t" and child.text:
-            parts.append(child.text)
-        elif tag == f"{_W}tab":
-            parts.append("\t")
-        elif tag in (f"{_W}br", f"{_W}cr"):
-            parts.append("\n")
-        elif tag == f"{_W}txbxContent":
-            boxes.append(child)
-        elif tag != _MC_FALLBACK:
-            _docx_runs(child, parts, boxes)
-
-
 def _strip_page_furniture(pages: list[str]) -> str:
     """Drop page numbers and running headers/footers repeated on most pages.
 
@@ -302,10 +219,14 @@ def _strip_page_furniture(pages: list[str]) -> str:
     for lines in split:
         content = [ln for ln in lines if ln]
         edge = set(content[:2] + content[-2:])
-        furniture = {ln for ln in edge if ln in repeated or _PAGE_NUMBER.match(ln)}
+        furniture = {ln for ln in edge if ln in repeated or _is_page_number(ln)}
         kept = [ln for ln in lines if ln not in furniture]
         kept_pages.append("\n".join(kept))
     return "\n\n".join(kept_pages)
+
+
+def _is_page_number(line: str) -> bool:
+    return len(line) <= _PAGE_NUMBER_MAX_CHARS and _PAGE_NUMBER.match(line) is not None
 
 
 def _normalise(text: str, *, pdf: bool) -> str:
