@@ -395,8 +395,8 @@ def _add_audio_flags(p: argparse.ArgumentParser, *, positional: bool = False) ->
     p.add_argument("--candidate-device", metavar="NAME|INDEX|off",
                    help="your microphone (default: the system's; off: only the interviewer is heard)")
     p.add_argument("--speed", type=_speed, default=1.0, help="file replay speed (1 = real time)")
-    p.add_argument("--asr-model", help='"bundled" (tiny.en), a model folder, or a Whisper size downloaded at a '
-                   'pinned commit (small.en, medium.en, or SIZE@COMMIT)')
+    p.add_argument("--asr-model", help='"bundled" (tiny.en), a model folder, or a Whisper size downloaded '
+                   'at a pinned commit (small.en, medium.en, or SIZE@COMMIT)')
     p.add_argument("--language", help="Whisper language code (default: en)")
     p.add_argument("--events", metavar="FILE|-", help="write every event as a JSON line")
     p.add_argument("--trace", choices=("console", "otlp"),
