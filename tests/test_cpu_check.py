@@ -8,6 +8,7 @@ reports it was compiled for must all be on the list the check asks the CPU for.
 from __future__ import annotations
 
 import importlib.util
+import sys
 import threading
 from pathlib import Path
 
@@ -82,6 +83,65 @@ def test_windows_features_come_from_is_processor_feature_present() -> None:
     assert bundled.missing_cpu_features(lambda: flags, "AMD64") == ["avx2", "bmi2", "fma", "f16c"]
     new = bundled._windows_flags(FakeKernel32({13, 36, 37, 38, 39, 40}))
     assert new is not None and bundled.missing_cpu_features(lambda: new, "AMD64") == []
+
+
+def test_a_windows_that_answers_false_to_everything_is_unknown_not_a_cpu_without_avx2() -> None:
+    """Windows before 10 2004 (and Server/LTSC 2019) answers FALSE to PF_* 36-40 whatever the
+    CPU: that is "cannot tell", which must not take the local model away."""
+    for answers in (FakeKernel32(set()), FakeKernel32({13})):  # nothing; only the old PF_SSE3
+        assert bundled._windows_flags(answers) is None
+        assert 40 in answers.asked
+        assert bundled.cpu_problem(lambda answers=answers: bundled._windows_flags(answers), "AMD64") is None
+
+
+HASWELL_NUMPY = {"MMX": True, "SSE": True, "SSE2": True, "SSE3": True, "SSSE3": True, "SSE41": True,
+                 "SSE42": True, "POPCNT": True, "AVX": True, "F16C": True, "FMA3": True, "AVX2": True,
+                 "BMI": True, "BMI2": True, "AVX512F": False, "NEON": False}
+"""numpy's ``__cpu_features__`` on a Haswell (numpy 2.x names)."""
+SANDY_BRIDGE_NUMPY = {**HASWELL_NUMPY, "F16C": False, "FMA3": False, "AVX2": False, "BMI": False,
+                      "BMI2": False}
+
+
+def test_numpy_asks_the_cpu_itself_and_its_names_become_ours() -> None:
+    assert bundled._numpy_flags(HASWELL_NUMPY) == set(bundled.LLAMA_X86_FEATURES)
+    assert bundled.cpu_problem(lambda: bundled._numpy_flags(HASWELL_NUMPY), "AMD64") is None
+    sentence = bundled.cpu_problem(lambda: bundled._numpy_flags(SANDY_BRIDGE_NUMPY), "AMD64")
+    assert sentence is not None and "lacks AVX2, BMI2, FMA, F16C" in sentence
+    no_avx2 = bundled.cpu_problem(lambda: bundled._numpy_flags({**HASWELL_NUMPY, "AVX2": False}), "x86_64")
+    assert no_avx2 is not None and "lacks AVX2" in no_avx2 and "BMI2" not in no_avx2
+
+
+def test_a_numpy_without_a_bmi2_entry_takes_it_to_come_with_avx2() -> None:
+    """numpy 1.26 reports no BMI2: every CPU with AVX2 has it.  A numpy that reports it is
+    believed either way."""
+    older = {k: v for k, v in HASWELL_NUMPY.items() if k not in ("BMI", "BMI2")}
+    assert bundled.missing_cpu_features(lambda: bundled._numpy_flags(older), "x86_64") == []
+    without = {**HASWELL_NUMPY, "BMI2": False}
+    assert bundled.missing_cpu_features(lambda: bundled._numpy_flags(without), "x86_64") == ["bmi2"]
+
+
+def test_numpy_is_asked_first_on_every_os_and_the_os_only_when_numpy_cannot_say(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    old_windows = FakeKernel32({13})
+    monkeypatch.setattr(bundled, "_os_flags", lambda: bundled._windows_flags(old_windows))
+    monkeypatch.setattr(bundled, "numpy_cpu_features", lambda: HASWELL_NUMPY)
+    assert bundled.cpu_flags.__wrapped__() == bundled._numpy_flags(HASWELL_NUMPY)
+    assert old_windows.asked == []  # numpy answered: Windows was not asked
+    monkeypatch.setattr(bundled, "numpy_cpu_features", lambda: None)
+    assert bundled.cpu_flags.__wrapped__() is None  # numpy cannot say, old Windows cannot either
+    monkeypatch.setattr(bundled, "_os_flags", lambda: HASWELL)
+    assert bundled.cpu_flags.__wrapped__() == HASWELL
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux")
+                    or bundled.machine().lower() not in bundled.X86_MACHINES,
+                    reason="compares numpy with Linux's /proc/cpuinfo on x86")
+def test_the_installed_numpy_agrees_with_linux_on_every_feature_the_check_asks_for() -> None:
+    features = bundled.numpy_cpu_features()
+    assert features is not None, "this numpy has no __cpu_features__: find where it moved"
+    linux = bundled._linux_flags()
+    assert linux is not None
+    assert bundled._numpy_flags(features) == linux.intersection(bundled.LLAMA_X86_FEATURES)
 
 
 def test_intel_mac_features_come_from_sysctl() -> None:

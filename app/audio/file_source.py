@@ -293,14 +293,14 @@ class FileSource(ThreadedSource):
         first = next(frames, None)  # decode before the origin: time 0 = first sample
         if first is None:
             return
-        origin = time.monotonic()
+        origin = time.perf_counter()  # the session clock's time base (app/core/clock.py)
         self._clock.start(origin, self.speed if math.isfinite(self.speed) else 1.0)
         pending: AudioFrame | None = first
         k = 0
         while pending is not None and not self._stop.is_set():
             if math.isfinite(self.speed):
                 due = origin + (k + 1) * _FRAME_SECONDS / self.speed
-                delay = due - time.monotonic()
+                delay = due - time.perf_counter()
                 if delay > 0 and self._stop.wait(delay):
                     return
             on_frame(pending)

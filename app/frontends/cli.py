@@ -8,9 +8,9 @@
 
 Exit codes: 0 done; 1 a failure while running (the audio device died); 2 a problem to
 fix before starting (a bad flag, an unknown device, a missing file, a folder that cannot
-be written); 3 a question got no answer because the LLM endpoint failed; 130
-interrupted (Ctrl+C); 143 terminated (SIGTERM).  Whatever was produced is saved in
-every case.
+be written, a library that does not load, anything a start-up step raised); 3 a
+question got no answer because the LLM endpoint failed; 130 interrupted (Ctrl+C); 143
+terminated (SIGTERM).  Whatever was produced is saved in every case.
 """
 
 from __future__ import annotations
@@ -104,9 +104,13 @@ def _command(argv: list[str]) -> int:
     if getattr(args, "trace_text", False):
         _say(TRACE_TEXT_WARNING[getattr(args, "trace", None)])
     if getattr(args, "list_devices", False):
-        from app.audio import format_device_list
+        from app.audio import AudioError, format_device_list
 
-        print(format_device_list())
+        try:
+            print(format_device_list())
+        except AudioError as exc:  # no PortAudio: what to install
+            print(f"error: {exc}", file=sys.stderr)
+            return EXIT_CONFIG
         return 0
     settings, problems = load_settings(Path(args.config) if args.config else None)
     for problem in problems:
@@ -266,6 +270,9 @@ def _run(session: Session, args: argparse.Namespace) -> int:
         return EXIT_INTERRUPTED
     except Terminated:
         return EXIT_TERMINATED
+    except Exception:
+        if session.failure is None:  # not a replay's start-up, which failed and said why
+            raise
     finally:
         signal.signal(signal.SIGTERM, previous)
         session.shutdown()
@@ -279,7 +286,7 @@ def _exit_code(session: Session) -> int:
         return EXIT_OK
     kind, message = session.failure
     print(f"error: {message}", file=sys.stderr)
-    return EXIT_CONFIG if kind == "config" else EXIT_FAILED
+    return EXIT_FAILED if kind == "runtime" else EXIT_CONFIG
 
 
 def _demo_audio() -> Path:

@@ -90,7 +90,7 @@ class LlmClient:
         rate_limit_max_wait: float = 5.0,
         send_cache_key: bool = True,
         send_include_usage: bool = True,
-        clock: Callable[[], float] = time.monotonic,
+        clock: Callable[[], float] = time.perf_counter,
     ) -> None:
         self.base_url = base_url.rstrip("/")
         self.model = model

@@ -112,8 +112,8 @@ class TurnTracer:
         self._server = urlsplit(base_url) if base_url else None
         self._session_id = session_id
         self._origin_ns = epoch_origin_ns
-        # Wall minus monotonic, taken once: session → monotonic → epoch without drift.
-        self._wall_minus_mono = time.time() - time.monotonic()
+        # Wall minus the session clock's base, taken once: session → counter → epoch without drift.
+        self._wall_minus_mono = time.time() - time.perf_counter()
         span_exporter = _make_exporter(exporter, stream)
         self._provider: TracerProvider = TracerProvider(
             resource=Resource.create({"service.name": "interview-copilot", "service.version": __version__})
@@ -167,7 +167,7 @@ class TurnTracer:
 
     def _ns(self, t: float) -> int:
         if self._clock is not None and self._clock.started:
-            return int((self._wall_minus_mono + self._clock.to_monotonic(t)) * 1e9)
+            return int((self._wall_minus_mono + self._clock.to_counter(t)) * 1e9)
         origin = self._origin_ns if self._origin_ns is not None else time.time_ns()
         return origin + int(t * 1e9)
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import ctypes
 import functools
+import importlib
 import importlib.util
 import logging
 import os
@@ -28,7 +29,7 @@ import platform
 import subprocess
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -191,6 +192,44 @@ X86_MACHINES = frozenset({"x86_64", "amd64", "i386", "i686", "x86"})
 
 FlagsReader = Callable[[], "frozenset[str] | None"]
 
+_NUMPY_NAMES = {"SSE3": "sse3", "SSSE3": "ssse3", "SSE42": "sse4_2", "AVX": "avx", "AVX2": "avx2",
+                "BMI2": "bmi2", "FMA3": "fma", "F16C": "f16c"}
+"""numpy's names for the features of :data:`LLAMA_X86_FEATURES`
+(numpy/_core/src/common/npy_cpu_features.h)."""
+
+
+def numpy_cpu_features() -> Mapping[str, bool] | None:
+    """numpy's own run-time CPU detection (``__cpu_features__``), None where it has none.
+
+    numpy 2 keeps it in ``numpy._core``, numpy 1.26 in ``numpy.core`` (which numpy 2 still
+    answers to, with a deprecation warning: so ``_core`` is tried first)."""
+    for module in ("numpy._core._multiarray_umath", "numpy.core._multiarray_umath"):
+        try:
+            features = importlib.import_module(module).__cpu_features__
+        except (ImportError, AttributeError):
+            continue
+        if isinstance(features, Mapping):
+            return features
+    return None
+
+
+def _numpy_flags(features: Mapping[str, bool] | None = None) -> frozenset[str] | None:
+    """What numpy found this CPU to run, named as Linux names it; None without numpy's answer.
+
+    numpy asks the CPU itself (CPUID) and, for AVX and later, also whether the OS saves their
+    registers (XGETBV), which is what running them needs: the same answer on every OS and
+    every Windows build, unlike IsProcessorFeaturePresent (:func:`_windows_flags`).  numpy
+    before 2.x has no BMI2 entry: every x86-64 CPU with AVX2 has BMI2 (Intel since Haswell,
+    AMD since Excavator), so then it is taken to come with AVX2.  (A user who hid features
+    from numpy with ``NPY_DISABLE_CPU_FEATURES`` sees them missing here too.)"""
+    features = numpy_cpu_features() if features is None else features
+    if features is None:
+        return None
+    flags = {ours for theirs, ours in _NUMPY_NAMES.items() if features.get(theirs)}
+    if "BMI2" not in features and "avx2" in flags:
+        flags.add("bmi2")
+    return frozenset(flags)
+
 
 def _linux_flags(cpuinfo: Path = Path("/proc/cpuinfo")) -> frozenset[str] | None:
     try:
@@ -211,14 +250,26 @@ _WINDOWS_FEATURES = {"sse3": 13, "ssse3": 36, "sse4_2": 38, "avx": 39, "avx2": 4
 """IsProcessorFeaturePresent's PF_* numbers.  Windows reports no FMA, F16C or BMI2 bit: every
 x86-64 CPU with AVX2 has all three (Intel since Haswell, AMD since Excavator), so they are
 taken to come with AVX2."""
+_WINDOWS_LATE_FEATURES = ("ssse3", "sse4_2", "avx", "avx2")
+"""PF_* numbers 36–40 came with Windows 10 2004: earlier builds (Server and LTSC 2019,
+build 17763, included) answer FALSE to them whatever the CPU (oven-sh/bun#19003, #41233)."""
 
 
 def _windows_flags(kernel32: Any = None) -> frozenset[str] | None:
+    """What Windows says this CPU has (the fallback when numpy cannot say); None when it
+    answers FALSE to every one of :data:`_WINDOWS_LATE_FEATURES`.
+
+    That answer is what a Windows older than 10 2004 gives for any CPU, so it means "this
+    Windows does not know", not "this CPU lacks AVX": taking it at its word would turn off
+    the local model on every such machine.  (A CPU that truly lacks all four, an AMD
+    Phenom say, then goes unblocked: numpy, asked first, is what catches it.)"""
     if kernel32 is None:
         if sys.platform != "win32":
             return None
         kernel32 = ctypes.WinDLL("kernel32")
     flags = {name for name, number in _WINDOWS_FEATURES.items() if kernel32.IsProcessorFeaturePresent(number)}
+    if not flags.intersection(_WINDOWS_LATE_FEATURES):
+        return None
     if "avx2" in flags:
         flags |= {"fma", "f16c", "bmi2"}
     return frozenset(flags)
@@ -239,14 +290,31 @@ def _macos_flags(sysctl: Callable[[str], str] | None = None) -> frozenset[str] |
     return frozenset(names.get(w, w) for w in words)
 
 
-@functools.cache
-def cpu_flags() -> frozenset[str] | None:
-    """This CPU's instruction-set extensions, named as Linux names them; None if unknown."""
+def _os_flags() -> frozenset[str] | None:
+    """What the operating system says this CPU has."""
     if sys.platform == "win32":
         return _windows_flags()
     if sys.platform == "darwin":
         return _macos_flags()
     return _linux_flags()
+
+
+def first_known(*readers: FlagsReader) -> frozenset[str] | None:
+    """The first reader's answer that is not "unknown" (None), in the order given."""
+    for read in readers:
+        flags = read()
+        if flags is not None:
+            return flags
+    return None
+
+
+@functools.cache
+def cpu_flags() -> frozenset[str] | None:
+    """This CPU's instruction-set extensions, named as Linux names them; None if unknown.
+
+    numpy's run-time detection first, on every OS (it asks the CPU, see
+    :func:`_numpy_flags`); what the OS says only when numpy cannot answer."""
+    return first_known(_numpy_flags, _os_flags)
 
 
 def machine() -> str:

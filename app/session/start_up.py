@@ -8,11 +8,16 @@ each piece is handed to the session thread (:class:`StartUpOwner`), which takes 
 if that start is still the current one.  Stop and shutdown set the cancel flag, checked
 between the steps, so Stop works while starting and quitting never waits for a step
 that is not needed any more.
+
+Whatever a step raises ends that start with one sentence (:meth:`StartUp.run`): on
+``session-start`` nobody else would catch it, the thread would die with a traceback and
+the session would stay ``starting`` for ever (a headless run never ending).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import logging
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,8 +35,13 @@ from app.session.candidate_documents import CandidateDocuments
 from app.session.listener import Listener, ListenerHooks, ListenerOptions
 from app.session.llm_choice import LlmChoice
 
-FailureKind = Literal["config", "runtime"]
-"""Why a session failed: ``config`` (fix the settings) or ``runtime``."""
+log = logging.getLogger(__name__)
+
+FailureKind = Literal["config", "start", "runtime"]
+"""Why a session failed: ``config`` (fix the settings: the audio they name cannot be used),
+``start`` (a start-up step raised something else: a library that does not load, a bug) or
+``runtime`` (it was listening: the device died).  The first two are problems to fix before
+a session can start (the command line exits with 2), the last a failure while running (1)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,31 +138,30 @@ class StartUp:
         """Open the audio, listen, then bring the answer engine up beside it (on
         ``session-start``, or a replay's caller): what it builds goes to the session thread.
 
-        ``strict`` (a replay): a failure is also raised, after it was handed over.
+        Whatever a step raises is handed over as this start's failure, in one sentence
+        (:func:`failure_of`), and goes no further: the caller has returned.  ``strict`` (a
+        replay, run on its caller): it is also raised, after it was handed over.
         """
         try:
-            source = source_from_config(self._settings.audio, self._clock, file=self._sources.audio_file,
-                                        speed=self._sources.speed, channel=self._sources.channel(0))
-            candidate = self._open_candidate()
-        except AudioError as exc:
-            self._owner.start_failed(generation, "config", str(exc))
+            self._steps(generation)
+        except Exception as exc:
+            self._owner.start_failed(generation, *failure_of(exc))
             if strict:
                 raise
-            return
-        try:
-            self._documents.read()  # once per start: the recogniser's terms and the prompt
-            engine = self._owner.engine
-            if self._sources.audio_file is not None and self._answers and self._llm.answers_locally:
-                engine = engine or self._start_engine()  # one per session, also after Stop
-                self._owner.engine_ready(engine)
-                self._await_answers(engine)
-            self._listen(generation, source, candidate)
-            if self._answers and engine is None and not self.cancelled:
-                self._owner.engine_ready(self._start_engine())
-        except Exception as exc:  # the caller has returned: say it rather than lose it
-            self._owner.start_failed(generation, "runtime", f"could not start: {exc}")
-            if strict:
-                raise
+
+    def _steps(self, generation: int) -> None:
+        source = source_from_config(self._settings.audio, self._clock, file=self._sources.audio_file,
+                                    speed=self._sources.speed, channel=self._sources.channel(0))
+        candidate = self._open_candidate()
+        self._documents.read()  # once per start: the recogniser's terms and the prompt
+        engine = self._owner.engine
+        if self._sources.audio_file is not None and self._answers and self._llm.answers_locally:
+            engine = engine or self._start_engine()  # one per session, also after Stop
+            self._owner.engine_ready(engine)
+            self._await_answers(engine)
+        self._listen(generation, source, candidate)
+        if self._answers and engine is None and not self.cancelled:
+            self._owner.engine_ready(self._start_engine())
 
     def _await_answers(self, engine: AnswerEngine) -> None:
         """A recording stands in for an interview the app was already open for: with the
@@ -216,3 +225,17 @@ class StartUp:
         self._bus.subscribe(engine.on_event)
         engine.start()
         return engine
+
+
+def failure_of(exc: Exception) -> tuple[FailureKind, str]:
+    """How a start that raised ``exc`` failed, in one sentence.
+
+    An :class:`AudioError` already is that sentence, naming the fix (an unknown device, a
+    PortAudio that does not load: ``config``).  Anything else is named by its type and the
+    first line of its message (``start``); its traceback goes to the debug log, not to the
+    user."""
+    if isinstance(exc, AudioError):
+        return "config", str(exc)
+    log.debug("a start-up step failed", exc_info=exc)
+    lines = str(exc).strip().splitlines()
+    return "start", f"could not start: {type(exc).__name__}" + (f": {lines[0]}" if lines else "")
