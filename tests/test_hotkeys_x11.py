@@ -183,3 +183,45 @@ def test_a_hotkey_pressed_on_x11_triggers_its_action_and_only_its_own(child: Chi
     assert child.read(NEVER_S) == {"triggered": "toggle_low_latency"}
     press(xvfb, BINDINGS["show_hide"])
     assert child.read(NEVER_S) == {"triggered": "show_hide"}
+
+
+def _keys_child_main() -> None:
+    """In the child: every key the parser accepts through the pynput back-end; one JSON
+    line, key -> None (registered) or the sentence refusing it.  An exception escaping
+    ``register`` ends the child with a traceback.
+
+    Each ``register`` restarts pynput's listener (an XRecord context, ~0.5 s), so the
+    listener is held back during the loop and started once at the end with every
+    accepted combination: pynput's ``GlobalHotKeys`` must take them all."""
+    from app.ui.hotkeys.keys import KEYS, Hotkey
+    from app.ui.hotkeys.x11 import PynputBackend
+
+    backend = PynputBackend()
+    assert backend.unavailable() is None, backend.unavailable()
+    start_listener = backend._restart
+    backend._restart = lambda: None  # type: ignore[method-assign]
+    said: dict[str, str | None] = {}
+    for key in sorted(KEYS):
+        said[key] = backend.register(key, Hotkey(key, ctrl=True, alt=True), lambda: None)
+    said["(listener)"] = start_listener()
+    backend.unregister_all()
+    sys.stdout.write(json.dumps(said) + "\n")
+
+
+def test_every_key_the_parser_accepts_registers_on_x11_or_is_refused_by_name(xvfb: str) -> None:
+    env = {**os.environ, "DISPLAY": xvfb}
+    env.pop("WAYLAND_DISPLAY", None)
+    code = "from tests.test_hotkeys_x11 import _keys_child_main; _keys_child_main()"
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True,
+                          text=True, timeout=NEVER_S)
+    assert done.returncode == 0, done.stderr
+    said: dict[str, str | None] = json.loads(done.stdout)
+    from app.ui.hotkeys.keys import KEYS, Hotkey
+
+    assert said.pop("(listener)") is None  # one listener for every accepted combination
+    assert set(said) == KEYS
+    refused = {key: why for key, why in said.items() if why is not None}
+    for key, why in refused.items():
+        assert Hotkey(key).display(mac=False) in why, why
+    assert set(refused) <= {f"f{i}" for i in range(21, 25)}  # pynput's X11 keys end at F20
+    assert said["a"] is None and said["insert"] is None and said["f20"] is None

@@ -448,7 +448,7 @@ def test_refused_global_hotkeys_fall_back_to_in_window_shortcuts(
     assert backend.attempts == ["toggle_low_latency", "answer_now", "show_hide"]
     shortcuts = window.hotkeys.shortcuts
     assert set(shortcuts) == {"toggle_low_latency", "answer_now", "show_hide"}
-    assert shortcuts["toggle_low_latency"].key().toString() == "Ctrl+Alt+L"
+    assert shortcuts["toggle_low_latency"].key().toString() == "Ctrl+Shift+L"
     texts = "\n".join(window.banners.texts())
     assert "already used by another application" in texts
     assert "works only while this window is focused" in texts
@@ -476,8 +476,8 @@ def test_invalid_configured_hotkey_keeps_the_default(
     settings.hotkeys.toggle_low_latency = "ctrl+alt+???"
     backend = AcceptingBackend()
     window = make_window(qtbot, controller, tmp_path, settings=settings, hotkey_backend=backend)
-    assert window.hotkeys.bindings["toggle_low_latency"] == parse_hotkey("ctrl+alt+l")
-    assert any("using ctrl+alt+l" in t for t in window.banners.texts())
+    assert window.hotkeys.bindings["toggle_low_latency"] == parse_hotkey("ctrl+shift+l")
+    assert any("using ctrl+shift+l" in t for t in window.banners.texts())
     # a global trigger from another thread toggles once even if the shortcut fires too
     thread = threading.Thread(target=backend.callbacks["toggle_low_latency"])
     thread.start()

@@ -20,13 +20,29 @@ A lost endpoint (unplugged, disabled, the audio service restarted: soundcard rai
 from COM with AUDCLNT_E_DEVICE_INVALIDATED and the like) is reported once through
 ``on_error``, retried every :data:`RETRY_INTERVAL`, and reported again only if it is lost
 again after it came back; time jumps over the outage as in ``device.py``.
+
+COM: the reader thread joins COM's multithreaded apartment itself
+(``CoInitializeEx(COINIT_MULTITHREADED)``, ``CoUninitialize`` when it ends) before any
+soundcard call.  soundcard initialises COM once, on whichever thread imported it first;
+once that thread has ended, a later Start's thread is in no apartment and its calls can
+fail with CO_E_NOTINITIALIZED.  ``ole32`` comes in through the constructor (a fake in
+tests).
+
+Two failures are for good, and are said once instead of retried: soundcard older than
+:data:`MIN_SOUNDCARD` reads audio with ``numpy.fromstring``, which numpy 2.3 removed, so
+every ``record`` raises (bastibe/SoundCard#190, #197); and COM refusing the thread.
 """
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
 import importlib
+import sys
 import time
-from typing import Any
+from collections.abc import Iterator
+from importlib import metadata
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -46,17 +62,72 @@ of output device is followed within this, which is shorter than a question."""
 _POLL_S = 0.005
 """Wait between empty reads: well under a 30 ms frame, and a sleeping thread costs nothing."""
 _FIX = "check the default playback device in Windows sound settings"
+MIN_SOUNDCARD = "0.4.6"
+"""The first soundcard that reads with ``numpy.frombuffer`` (numpy 2.3 removed fromstring)."""
+COINIT_MULTITHREADED = 0x0
+RPC_E_CHANGED_MODE = 0x80010106
+"""The thread is already in another apartment (STA): usable, and not ours to uninitialise."""
+
+
+class Ole32(Protocol):
+    """The two ole32 functions the reader thread needs (ctypes' WinDLL, or a fake)."""
+
+    def CoInitializeEx(self, reserved: None, coinit: int, /) -> int: ...
+
+    def CoUninitialize(self) -> None: ...
+
+
+class _ComRefused(Exception):
+    """COM would not take the reader thread; ``str()`` is the HRESULT."""
+
+
+def system_ole32() -> Ole32 | None:
+    """Windows' ole32 with its prototypes declared; None elsewhere (no COM to join)."""
+    if sys.platform != "win32":
+        return None
+    ole32 = ctypes.WinDLL("ole32")  # an instance of our own: its prototypes are ours to set
+    ole32.CoInitializeEx.argtypes = [ctypes.c_void_p, ctypes.c_uint32]
+    ole32.CoInitializeEx.restype = ctypes.c_long  # HRESULT: 32-bit, signed
+    ole32.CoUninitialize.argtypes = []
+    ole32.CoUninitialize.restype = None
+    return ole32
+
+
+@contextlib.contextmanager
+def com_apartment(ole32: Ole32 | None) -> Iterator[None]:
+    """This thread in COM's multithreaded apartment while the block runs.
+
+    S_OK and S_FALSE are each balanced by a CoUninitialize; RPC_E_CHANGED_MODE (someone
+    put the thread in an STA) works as it is and is left alone; any other failure raises
+    :class:`_ComRefused`.
+    """
+    if ole32 is None:
+        yield
+        return
+    result = ole32.CoInitializeEx(None, COINIT_MULTITHREADED) & 0xFFFFFFFF
+    if result == RPC_E_CHANGED_MODE:
+        yield
+        return
+    if result & 0x80000000:
+        raise _ComRefused(f"HRESULT 0x{result:08X}")
+    try:
+        yield
+    finally:
+        ole32.CoUninitialize()
 
 
 class WasapiLoopbackSource(ThreadedSource):
     """The default speaker's loopback as an :class:`~app.audio.frames.AudioSource`."""
 
-    def __init__(self, clock: SessionClock, soundcard: Any = None) -> None:
-        """``soundcard``: the module (a fake in tests); None imports it on the reader thread."""
+    def __init__(self, clock: SessionClock, soundcard: Any = None,
+                 ole32: Ole32 | None = None) -> None:
+        """``soundcard``: the module (a fake in tests); None imports it on the reader thread.
+        ``ole32``: the COM library (a fake in tests); None uses Windows' own (none elsewhere)."""
         super().__init__()
         self.name = "default speaker (loopback)"
         self._clock = clock
         self._soundcard = soundcard
+        self._ole32 = ole32
         self._chunker = FrameChunker()
         self._outage_reported = False
         self.reconnects = 0
@@ -68,24 +139,36 @@ class WasapiLoopbackSource(ThreadedSource):
 
     def _run(self, on_frame: FrameHandler, on_error: ErrorHandler) -> None:
         try:
-            try:
-                sc = self._soundcard if self._soundcard is not None else (
-                    importlib.import_module("soundcard"))
-            except Exception as exc:  # a broken install: say it, do not kill the thread silently
-                on_error(f"Loopback capture is unavailable: the soundcard package did not load "
-                         f"({type(exc).__name__}: {exc}).")
-                return
-            while not self._stop.is_set():
-                try:
-                    self._capture(sc, on_frame)
-                except Exception as exc:  # COM/soundcard errors have no common base class
-                    if not self._outage_reported:
-                        self._outage_reported = True
-                        on_error(f"Loopback capture of '{self.name}' failed ({exc}): {_FIX}; "
-                                 f"retrying every {RETRY_INTERVAL:g} s.")
-                    self._stop.wait(RETRY_INTERVAL)
+            ole32 = self._ole32 if self._ole32 is not None else system_ole32()
+            with com_apartment(ole32):
+                self._run_in_com(on_frame, on_error)
+        except _ComRefused as exc:
+            on_error(f"Loopback capture cannot start: Windows refused COM to the capture "
+                     f"thread ({exc}); restart the app.")
         finally:
             self._done.set()
+
+    def _run_in_com(self, on_frame: FrameHandler, on_error: ErrorHandler) -> None:
+        try:
+            sc = self._soundcard if self._soundcard is not None else (
+                importlib.import_module("soundcard"))
+        except Exception as exc:  # a broken install: say it, do not kill the thread silently
+            on_error(f"Loopback capture is unavailable: the soundcard package did not load "
+                     f"({type(exc).__name__}: {exc}).")
+            return
+        while not self._stop.is_set():
+            try:
+                self._capture(sc, on_frame)
+            except Exception as exc:  # COM/soundcard errors have no common base class
+                too_old = soundcard_too_old(exc)
+                if too_old is not None:  # every retry would fail the same way
+                    on_error(too_old)
+                    return
+                if not self._outage_reported:
+                    self._outage_reported = True
+                    on_error(f"Loopback capture of '{self.name}' failed ({exc}): {_FIX}; "
+                             f"retrying every {RETRY_INTERVAL:g} s.")
+                self._stop.wait(RETRY_INTERVAL)
 
     def _capture(self, sc: Any, on_frame: FrameHandler) -> None:
         """Record until stopped, the endpoint fails (raises) or the default speaker changes."""
@@ -139,3 +222,20 @@ def _loopback_of(sc: Any, speaker_id: str, speaker_name: str) -> Any:
         if getattr(microphone, "isloopback", False) and str(microphone.id) == speaker_id:
             return microphone
     raise LookupError(f"the speaker '{speaker_name}' has no loopback endpoint any more")
+
+
+def soundcard_too_old(exc: Exception) -> str | None:
+    """The sentence for soundcard's ``numpy.fromstring`` failure under numpy 2.3+, or None.
+
+    Recognised by the error itself, not by the version number: a bundle may carry no
+    package metadata, and the error is what tells that this pairing cannot record.
+    """
+    if not (isinstance(exc, ValueError) and "fromstring" in str(exc)):
+        return None
+    try:
+        installed = f"soundcard {metadata.version('soundcard')}"
+    except metadata.PackageNotFoundError:
+        installed = "the installed soundcard"
+    return (f"Loopback capture cannot work: {installed} is too old for numpy {np.__version__} "
+            f"(it reads audio with numpy.fromstring, which numpy 2.3 removed): update soundcard "
+            f"to {MIN_SOUNDCARD} or later.")

@@ -362,9 +362,12 @@ class UiConfig(_Section):
 
 
 class HotkeyConfig(_Section):
-    toggle_low_latency: str = "ctrl+alt+l"
-    answer_now: str = "ctrl+alt+a"
-    show_hide: str = "ctrl+alt+h"
+    """Ctrl+Shift+<letter>: no keyboard layout types a character with it on any OS (Windows
+    sends AltGr as Ctrl+Alt, so Ctrl+Alt+A was AltGr+A, ą in Polish)."""
+
+    toggle_low_latency: str = "ctrl+shift+l"
+    answer_now: str = "ctrl+shift+a"
+    show_hide: str = "ctrl+shift+h"
 
 
 class Price(_Section):

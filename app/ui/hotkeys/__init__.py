@@ -15,6 +15,12 @@ keeps working while the window has focus even when the OS refuses a combination 
 app owns it).  Where both fire for one key press (pynput only observes, it does not
 grab), the second trigger within :data:`DEDUP_S` is dropped.  What a hotkey *is*
 (parsing, display) lives in :mod:`app.ui.hotkeys.keys`.
+
+A setting never stops the window: an unparsable one falls back to its default, a key
+the back-end has no code for (Insert or F21 on macOS) is left unregistered, and a
+combination that types characters (Ctrl+Alt+A is AltGr+A on Windows) is registered as
+the user chose but warned about; each is one sentence in ``problems`` naming the
+setting, and the other hotkeys register as usual.
 """
 
 from __future__ import annotations
@@ -30,10 +36,18 @@ from PySide6.QtCore import QObject, Qt, Signal
 from PySide6.QtGui import QGuiApplication, QShortcut
 from PySide6.QtWidgets import QWidget
 
-from app.ui.hotkeys.keys import IS_MAC, Hotkey, HotkeyError, parse_hotkey
+from app.ui.hotkeys.keys import (
+    IS_MAC,
+    Hotkey,
+    HotkeyError,
+    UnmappableKey,
+    parse_hotkey,
+    types_characters,
+)
 
 __all__ = ["ACTIONS", "DEDUP_S", "IS_MAC", "GlobalBackend", "Hotkey", "HotkeyError",
-           "HotkeyManager", "NullBackend", "default_backend", "parse_hotkey"]
+           "HotkeyManager", "NullBackend", "UnmappableKey", "default_backend", "parse_hotkey",
+           "platform_warning", "types_characters"]
 
 ACTIONS: dict[str, str] = {
     "toggle_low_latency": "Toggle low-latency mode",
@@ -52,7 +66,8 @@ class GlobalBackend(Protocol):
         """Why this platform refuses global hotkeys altogether, or None."""
 
     def register(self, action: str, hotkey: Hotkey, callback: Callable[[], None]) -> str | None:
-        """Register; returns None on success or a sentence saying why not."""
+        """Register; returns None on success or a sentence saying why not.  Raises
+        :class:`UnmappableKey` for a key this OS's API has no code for."""
 
     def unregister_all(self) -> None: ...
 
@@ -74,6 +89,22 @@ class NullBackend:
 
     def unregister_all(self) -> None:
         return None
+
+
+def platform_warning(hotkey: Hotkey, platform: str = sys.platform) -> str | None:
+    """What the user should know about a combination that parses, on this OS: a key the
+    OS's hotkey API cannot register, or a combination that types characters; or None.
+
+    For the Settings dialog, as the user types: the manager says the same when it applies.
+    """
+    if platform == "darwin":
+        from app.ui.hotkeys.macos import to_carbon  # pure Python: no framework is loaded
+
+        try:
+            to_carbon(hotkey)
+        except UnmappableKey as exc:
+            return f"{exc}: this key cannot be a hotkey here"
+    return types_characters(hotkey, platform)
 
 
 def default_backend() -> GlobalBackend:
@@ -112,10 +143,13 @@ class HotkeyManager(QObject):
     triggered = Signal(str)
     _fire = Signal(str)
 
-    def __init__(self, window: QWidget, backend: GlobalBackend | None = None) -> None:
+    def __init__(self, window: QWidget, backend: GlobalBackend | None = None,
+                 platform: str = sys.platform) -> None:
+        """``platform``: whose keyboard rules the warnings follow (another OS's in tests)."""
         super().__init__(window)
         self._window = window
         self._backend = backend
+        self._platform = platform
         self._shortcuts: dict[str, QShortcut] = {}
         self._last: dict[str, float] = {}
         self.bindings: dict[str, Hotkey] = {}
@@ -146,6 +180,10 @@ class HotkeyManager(QObject):
             except HotkeyError as exc:
                 self.problems.append(f"{label}: {exc}; using {defaults[action]}")
                 hotkey = parse_hotkey(defaults[action])
+            typing = types_characters(hotkey, self._platform)
+            if typing:  # the user's choice (an old default, perhaps): kept, but said
+                self.problems.append(f"{label} ({hotkey.display()}): {typing}. Choose another "
+                                     f"combination in Settings → Hotkeys ([hotkeys] {action}).")
             self.bindings[action] = hotkey
             shortcut = QShortcut(hotkey.to_qt(), self._window)
             shortcut.setContext(Qt.ShortcutContext.ApplicationShortcut)
@@ -157,8 +195,15 @@ class HotkeyManager(QObject):
                                  "while this window is focused.")
             return self.problems
         for action, hotkey in self.bindings.items():
-            error = self._backend.register(action, hotkey,
-                                           functools.partial(self._fire.emit, action))
+            try:
+                error = self._backend.register(action, hotkey,
+                                               functools.partial(self._fire.emit, action))
+            except UnmappableKey as exc:
+                self.global_ok[action] = False
+                self.problems.append(f"{ACTIONS[action]} ({hotkey.display()}) cannot be a global "
+                                     f"hotkey: {exc}. Choose another key in Settings → Hotkeys "
+                                     f"([hotkeys] {action}).")
+                continue
             self.global_ok[action] = error is None
             if error:
                 self.problems.append(f"{ACTIONS[action]} ({hotkey.display()}): {error}; it "

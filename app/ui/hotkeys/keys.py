@@ -2,12 +2,19 @@
 
 Kept apart from the OS back-ends so the settings dialog can validate a combination
 without loading any native API; each back-end translates a :class:`Hotkey` into its own
-key codes (``windows.to_windows``, ``macos.to_carbon``, ``x11.to_pynput``).
+key codes (``windows.to_windows``, ``macos.to_carbon``, ``x11.to_pynput``), through
+:func:`key_code`, which refuses a key its table lacks with :class:`UnmappableKey`.
+
+A combination can parse and still be a bad global hotkey: :func:`types_characters` says
+when it is a key that types a character in some keyboard layout (Windows sends AltGr as
+Ctrl+Alt), so the global registration would take that character from every application.
 """
 
 from __future__ import annotations
 
+import string
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from PySide6.QtGui import QKeySequence
@@ -17,6 +24,10 @@ IS_MAC = sys.platform == "darwin"
 
 class HotkeyError(ValueError):
     """A hotkey string that cannot be parsed; ``str()`` says what is wrong."""
+
+
+class UnmappableKey(HotkeyError):
+    """A key the parser accepts but an OS back-end has no key code for (F21 on macOS)."""
 
 
 _MODIFIERS: dict[str, str] = {
@@ -38,6 +49,9 @@ _NAMED: dict[str, str] = {
     "bracketright": "]", "plus": "=",
 }
 _PUNCT = set(",./;'[]\\-=`")
+KEYS: frozenset[str] = frozenset([*string.ascii_lowercase, *string.digits, *_PUNCT,
+                                  *(f"f{i}" for i in range(1, 25)), *_NAMED.values()])
+"""Every key name :func:`parse_hotkey` can return: what each back-end must map or refuse."""
 
 
 @dataclass(frozen=True)
@@ -140,3 +154,37 @@ def _key_name(token: str) -> str | None:
     if token[0] == "f" and token[1:].isdigit() and 1 <= int(token[1:]) <= 24:
         return token
     return _NAMED.get(token)
+
+
+def key_code(table: Mapping[str, int], hotkey: Hotkey, api: str) -> int:
+    """The back-end's code for the hotkey's key; :class:`UnmappableKey` naming the key and
+    the API (``api``) when its table has none, instead of a KeyError that would escape."""
+    try:
+        return table[hotkey.key]
+    except KeyError:
+        name = Hotkey(hotkey.key).display(mac=False)
+        raise UnmappableKey(f"{api} has no key code for {name}") from None
+
+
+def types_characters(hotkey: Hotkey, platform: str = sys.platform) -> str | None:
+    """Why this combination types a character in some keyboard layout, or None.
+
+    Windows: AltGr arrives as Ctrl+Alt, so Ctrl+Alt(+Shift)+<a key that types> is an AltGr
+    character in many layouts (Polish ą ł, German @ €, French €); RegisterHotKey would
+    take it from every application.  Shift does not help (AltGr+Shift+A is Ą); Win does.
+    macOS: Option (with or without Shift) types characters, Control or Command with it
+    does not.  Linux/X11: AltGr is its own key (ISO_Level3_Shift), never Ctrl+Alt, and
+    pynput observes keys without taking them, so nothing there is lost.
+    """
+    if hotkey.meta or not (len(hotkey.key) == 1 or hotkey.key == "space"):
+        return None
+    shifted = "Shift+" if hotkey.shift else ""
+    key = Hotkey(hotkey.key).display(mac=False)
+    if platform == "win32" and hotkey.ctrl and hotkey.alt:
+        return (f"Windows sends AltGr+{shifted}{key} as {hotkey.display(mac=False)}, which types "
+                "a character in many keyboard layouts (AltGr+A is ą in Polish): as a global "
+                "hotkey it would take that character from every application")
+    if platform == "darwin" and hotkey.alt and not hotkey.ctrl:
+        return (f"Option+{shifted}{key} types a character on macOS (Option+A is å): as a global "
+                "hotkey it would take that character from every application")
+    return None

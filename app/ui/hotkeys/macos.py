@@ -19,7 +19,7 @@ import ctypes
 from collections.abc import Callable
 from typing import Any
 
-from app.ui.hotkeys.keys import Hotkey
+from app.ui.hotkeys.keys import Hotkey, key_code
 
 _MAC_KEYCODE: dict[str, int] = {
     "a": 0, "s": 1, "d": 2, "f": 3, "h": 4, "g": 5, "z": 6, "x": 7, "c": 8, "v": 9, "b": 11,
@@ -35,11 +35,20 @@ _MAC_KEYCODE: dict[str, int] = {
 }
 
 
+CARBON_API = "macOS (Carbon hotkeys)"
+
+
 def to_carbon(hotkey: Hotkey) -> tuple[int, int]:
-    """(virtual key code, modifiers) for RegisterEventHotKey."""
+    """(virtual key code, modifiers) for RegisterEventHotKey.
+
+    The codes are key *positions* on an ANSI (US QWERTY) keyboard (``kVK_ANSI_A`` and so
+    on in Events.h): on AZERTY or Dvorak the hotkey is the key where QWERTY's would be.
+    Mac keyboards have no Insert and no F21-F24, and Carbon no codes for them:
+    :class:`~app.ui.hotkeys.keys.UnmappableKey`.
+    """
     mods = (0x100 if hotkey.meta else 0) | (0x200 if hotkey.shift else 0) | (
         0x800 if hotkey.alt else 0) | (0x1000 if hotkey.ctrl else 0)
-    return _MAC_KEYCODE[hotkey.key], mods
+    return key_code(_MAC_KEYCODE, hotkey, CARBON_API), mods
 
 
 def _fourcc(code: str) -> int:
@@ -104,7 +113,7 @@ class MacBackend:
         return None
 
     def register(self, action: str, hotkey: Hotkey, callback: Callable[[], None]) -> str | None:
-        keycode, mods = to_carbon(hotkey)
+        keycode, mods = to_carbon(hotkey)  # UnmappableKey before any Carbon call
         ref = ctypes.c_void_p()
         hk_id = self._HotKeyID(SIGNATURE, self._next)
         status = self._carbon.RegisterEventHotKey(keycode, mods, hk_id, self._target, 0,

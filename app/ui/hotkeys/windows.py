@@ -31,7 +31,7 @@ from collections.abc import Callable
 from concurrent.futures import Future
 from typing import Any, TypeVar
 
-from app.ui.hotkeys.keys import Hotkey
+from app.ui.hotkeys.keys import Hotkey, key_code
 
 _WIN_VK: dict[str, int] = {
     **{c: ord(c.upper()) for c in "abcdefghijklmnopqrstuvwxyz0123456789"},
@@ -95,7 +95,7 @@ def to_windows(hotkey: Hotkey) -> tuple[int, int]:
     """(modifiers, virtual key) for RegisterHotKey."""
     mods = (1 if hotkey.alt else 0) | (2 if hotkey.ctrl else 0) | (4 if hotkey.shift else 0) | (
         8 if hotkey.meta else 0)
-    return mods | MOD_NOREPEAT, _WIN_VK[hotkey.key]
+    return mods | MOD_NOREPEAT, key_code(_WIN_VK, hotkey, "Windows (RegisterHotKey)")
 
 
 def _declare(user32: Any, kernel32: Any) -> None:
@@ -169,7 +169,7 @@ class WindowsBackend:
     def register(self, action: str, hotkey: Hotkey, callback: Callable[[], None]) -> str | None:
         if self._reason:
             return self._reason
-        mods, vk = to_windows(hotkey)
+        mods, vk = to_windows(hotkey)  # UnmappableKey before the hotkey thread is asked
         hotkey_id = self._next
         self._next += 1
         try:
