@@ -10,13 +10,26 @@ import threading
 import wave
 from collections.abc import Iterator
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
 import pytest
+import sounddevice as sd
 
-from app.audio.permission import PRIVACY_PATH, ZERO_WINDOW_S, DigitalSilence, silence_message
+from app.audio.permission import (
+    PRIVACY_PATH,
+    WINDOWS_PRIVACY_PATH,
+    ZERO_WINDOW_S,
+    DigitalSilence,
+    access_denied_message,
+    silence_message,
+    silence_warning,
+    watches_for_silence,
+)
+from tests.patience import NEVER_S
 from tests.test_audio_device import Capture, PulseDaemon, child_capture, needs_pulse
+from tests.test_device_deadlines import fake_portaudio  # noqa: F401  (a fixture)
 
 RATE = 48_000
 
@@ -69,15 +82,118 @@ def test_short_stream_says_nothing() -> None:
     assert not detector.settled
 
 
-def test_only_macos_names_the_permission_and_where_to_grant_it() -> None:
+def test_macos_and_windows_name_where_to_allow_the_microphone_and_linux_does_not() -> None:
     mac = silence_message("MacBook Pro Microphone", platform="darwin")
     assert "MacBook Pro Microphone" in mac and "permission to use the microphone" in mac
     assert PRIVACY_PATH in mac
     assert PRIVACY_PATH == "System Settings → Privacy & Security → Microphone"
-    for other in ("win32", "linux"):
-        text = silence_message("Headset", platform=other)
-        assert "digital silence" in text and "Headset" in text
-        assert "permission" not in text and "Privacy" not in text
+    windows = silence_message("Headset", platform="win32")
+    assert "digital silence" in windows and "Headset" in windows
+    assert WINDOWS_PRIVACY_PATH in windows and "Let desktop apps access your microphone" in windows
+    assert WINDOWS_PRIVACY_PATH == "Settings → Privacy & security → Microphone"
+    assert "muted" in windows  # zeros from a muted microphone look the same
+    text = silence_message("Headset", platform="linux")
+    assert "digital silence" in text and "Headset" in text
+    assert "permission" not in text and "Privacy" not in text
+
+
+def _denied() -> sd.PortAudioError:
+    """What sounddevice raises when WASAPI refuses the open with E_ACCESSDENIED: PortAudio's
+    WASAPI host logs the HRESULT as the host error code, with the text "UNKNOWN ERROR" (host
+    API -1 here, so that ``str()`` needs no PortAudio host list)."""
+    return sd.PortAudioError("Error opening InputStream: Unanticipated host error", -9999,
+                             (-1, -2147024891, "UNKNOWN ERROR"))
+
+
+def test_an_open_windows_refused_names_the_privacy_switches() -> None:
+    text = access_denied_message(_denied(), "Microphone (Realtek Audio)", platform="win32")
+    assert text is not None and "Microphone (Realtek Audio)" in text
+    assert WINDOWS_PRIVACY_PATH in text and "Let desktop apps access your microphone" in text
+    worded = OSError("[WinError 5] Access is denied")  # another layer, saying it in words
+    assert access_denied_message(worded, "Mic", platform="win32") is not None
+
+
+def test_other_open_failures_and_other_systems_are_not_called_a_denied_microphone() -> None:
+    in_use = sd.PortAudioError("Error opening InputStream: Unanticipated host error", -9999,
+                               (-1, 0x8889000A - 2**32, "AUDCLNT_E_DEVICE_IN_USE"))
+    assert access_denied_message(in_use, "Mic", platform="win32") is None
+    bad_rate = sd.PortAudioError("Invalid sample rate", -9997)
+    assert access_denied_message(bad_rate, "Mic", platform="win32") is None
+    assert access_denied_message(_denied(), "Mic", platform="linux") is None
+    assert access_denied_message(_denied(), "Mic", platform="darwin") is None
+
+
+class _RefusedStream:
+    """``sd.InputStream`` on a Windows whose microphone switches are off (WASAPI)."""
+
+    def __init__(self, **_: Any) -> None:
+        raise _denied()
+
+
+class _ZerosStream:
+    """``sd.InputStream`` delivering exact zeros, as a microphone the switches keep from
+    desktop apps does under MME/DirectSound: 4 s of blocks, then it stays open."""
+
+    def __init__(self, *, callback: Any, channels: int, **_: Any) -> None:
+        self.callback, self.channels, self.active = callback, channels, False
+
+    def start(self) -> None:
+        self.active = True
+        status = type("Status", (), {"input_overflow": False})()
+        block = np.zeros((RATE // 100, self.channels), dtype=np.float32)
+        for _ in range(400):
+            self.callback(block, len(block), None, status)
+
+    def abort(self) -> None:
+        self.active = False
+
+    def close(self) -> None:
+        self.active = False
+
+
+@pytest.fixture
+def on_windows(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A fake PortAudio (test_device_deadlines.py) on a machine that says it is Windows."""
+    import app.audio.permission as permission
+
+    request.getfixturevalue("fake_portaudio")
+    monkeypatch.setattr(permission, "sys", SimpleNamespace(platform="win32"))
+
+
+def _first_message(stream: type, monkeypatch: pytest.MonkeyPatch) -> tuple[list[str], list[str]]:
+    import app.audio.device as device
+    from app.audio.device import DeviceSource
+    from app.core.clock import SessionClock
+
+    monkeypatch.setattr(device.sd, "InputStream", stream)
+    said = threading.Event()
+    errors: list[str] = []
+    warnings: list[str] = []
+    source = DeviceSource("Fake Mic", SessionClock(), kind="mic")
+    source.start(lambda frame: None, lambda m: (errors.append(m), said.set()),
+                 lambda m: (warnings.append(m), said.set()))
+    try:
+        assert said.wait(NEVER_S), "nothing was said"
+    finally:
+        source.stop()
+    return errors, warnings
+
+
+@pytest.mark.usefixtures("on_windows")
+def test_a_microphone_windows_refuses_is_explained_once_not_called_unplugged(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    errors, warnings = _first_message(_RefusedStream, monkeypatch)
+    assert len(errors) == 1 and warnings == []
+    assert WINDOWS_PRIVACY_PATH in errors[0] and "'Fake Mic'" in errors[0]
+    assert "plugged in" not in errors[0]  # it is: only the switch helps
+
+
+@pytest.mark.usefixtures("on_windows")
+def test_a_windows_microphone_of_exact_zeros_names_the_privacy_switches(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    errors, warnings = _first_message(_ZerosStream, monkeypatch)
+    assert errors == [] and len(warnings) == 1
+    assert "digital silence" in warnings[0] and WINDOWS_PRIVACY_PATH in warnings[0]
 
 
 def test_bad_arguments_are_refused() -> None:
@@ -85,15 +201,46 @@ def test_bad_arguments_are_refused() -> None:
         DigitalSilence(0)
 
 
+def test_loopbacks_are_watched_on_macos_only() -> None:
+    """On a Mac a loopback (BlackHole) of exact zeros may be the permission; elsewhere it is
+    only a call that has not started."""
+    assert watches_for_silence(loopback=True, platform="darwin")
+    for other in ("win32", "linux"):
+        assert not watches_for_silence(loopback=True, platform=other)
+    for platform in ("darwin", "win32", "linux"):
+        assert watches_for_silence(loopback=False, platform=platform)
+
+
+def test_a_silent_macos_loopback_names_the_permission_and_the_routing() -> None:
+    text = silence_warning("BlackHole 2ch", loopback=True, platform="darwin")
+    assert "'BlackHole 2ch'" in text and "digital silence" in text
+    assert PRIVACY_PATH in text and "Interview Copilot" in text
+    assert "permission to use the microphone" in text  # the microphone's wording, for a loopback too
+    assert "Multi-Output Device" in text  # or the call does not play into it (yet)
+    assert silence_warning("MacBook Pro Microphone", loopback=False, platform="darwin") == \
+        silence_message("MacBook Pro Microphone", platform="darwin")
+
+
 # --- wired into DeviceSource: real PortAudio on a private PulseAudio daemon -------------------
 
 
-def _child_main(spec: str) -> None:
+def _child_main(spec: str, kind: str = "mic", platform: str | None = None) -> None:
     """In the child (PortAudio must start inside the daemon's environment): capture ``spec``
-    as a microphone and report frames, errors and warnings as JSON lines."""
+    as a ``kind`` input and report frames, errors and warnings as JSON lines.  ``platform``
+    stands in for ``sys.platform`` from the source's creation on (with macOS's microphone
+    permission granted, since AVFoundation is not here)."""
 
+    from types import SimpleNamespace
+
+    from app.audio import permission
     from app.audio.device import DeviceSource
     from app.core.clock import SessionClock
+
+    if platform is not None:
+        granted = SimpleNamespace(authorizationStatusForMediaType_=lambda media: permission.AV_AUTHORIZED)
+        permission.load_av_foundation = lambda: SimpleNamespace(
+            AVCaptureDevice=granted, AVMediaTypeAudio="soun")
+        sys.platform = platform
 
     lock = threading.Lock()
 
@@ -102,7 +249,7 @@ def _child_main(spec: str) -> None:
             sys.stdout.write(json.dumps(obj) + "\n")
             sys.stdout.flush()
 
-    source = DeviceSource(spec, SessionClock(), kind="mic")
+    source = DeviceSource(spec, SessionClock(), kind=kind)  # type: ignore[arg-type]
     last = [0.0]
 
     def on_frame(frame: Any) -> None:
@@ -114,8 +261,10 @@ def _child_main(spec: str) -> None:
     source.stop()
 
 
-def _mic(daemon: PulseDaemon, spec: str) -> contextlib.AbstractContextManager[Capture]:
-    return child_capture(daemon, f"from tests.test_permission import _child_main; _child_main({spec!r})")
+def _mic(daemon: PulseDaemon, spec: str, kind: str = "mic",
+         platform: str | None = None) -> contextlib.AbstractContextManager[Capture]:
+    return child_capture(daemon, "from tests.test_permission import _child_main; "
+                                 f"_child_main({spec!r}, {kind!r}, {platform!r})")
 
 
 @pytest.fixture
@@ -172,3 +321,25 @@ def test_a_microphone_that_hears_anything_says_nothing(daemon: PulseDaemon, tmp_
     finally:
         player.kill()
         player.wait(5)
+
+
+@pytest.mark.pulse
+@needs_pulse
+def test_a_macos_loopback_of_exact_zeros_names_the_permission(daemon: PulseDaemon) -> None:
+    """BlackHole without the permission: exact zeros from a loopback, said on macOS only."""
+    with _mic(daemon, "pulse", kind="loopback", platform="darwin") as cap:
+        cap.wait_for("two windows of audio", lambda: _heard_until(cap) >= 2 * ZERO_WINDOW_S, 60)
+        warnings = _warnings(cap)
+    assert len(warnings) == 1
+    text = warnings[0]["warning"]
+    assert "'pulse'" in text and PRIVACY_PATH in text and "permission to use the microphone" in text
+    assert warnings[0]["t"] >= ZERO_WINDOW_S
+    assert cap.errors == []
+
+
+@pytest.mark.pulse
+@needs_pulse
+def test_a_linux_loopback_of_exact_zeros_is_a_call_not_yet_playing(daemon: PulseDaemon) -> None:
+    with _mic(daemon, "pulse", kind="loopback") as cap:
+        cap.wait_for("two windows of audio", lambda: _heard_until(cap) >= 2 * ZERO_WINDOW_S, 60)
+        assert _warnings(cap) == [] and cap.errors == []

@@ -2,11 +2,13 @@
 
 :func:`open_source` turns what the user typed (``--audio``/``--device``) into a source.
 PortAudio (``sounddevice``) is imported only when a device is actually used, so file
-replay and tests of other stages never initialise it.
+replay and tests of other stages never initialise it; when it cannot be loaded, using a
+device raises :class:`AudioError` saying what to install (:func:`portaudio_missing`).
 """
 
 from __future__ import annotations
 
+import importlib
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -31,6 +33,7 @@ __all__ = [
     "format_device_list",
     "list_devices",
     "open_source",
+    "portaudio_missing",
     "source_from_config",
 ]
 
@@ -46,7 +49,8 @@ def open_source(spec: str | int | Path | None, clock: SessionClock, *,
       it when given, e.g. 1 for the candidate's side of a two-channel recording)
     - ``None`` / ``"mic"`` / ``"default"`` -> the default input device
     - ``"loopback"`` -> what the speakers play (WASAPI on Windows, the default sink's
-      monitor on Linux, a BlackHole-style device on macOS)
+      monitor on Linux, a Core Audio process tap on macOS 14.2+, else a BlackHole-style
+      device)
     - ``"pulse:NAME.monitor"`` -> that PulseAudio/PipeWire monitor (Linux)
     - an index or a part of a device name -> that input device
     """
@@ -56,6 +60,7 @@ def open_source(spec: str | int | Path | None, clock: SessionClock, *,
         raise AudioError(f"--audio-channels applies to a recording, not to the device {spec!r}")
     if spec == "loopback":
         return _loopback(clock)
+    _load_portaudio()
     from app.audio.device import DeviceSource
 
     return DeviceSource(spec, clock, kind="mic")
@@ -80,6 +85,7 @@ def source_from_config(config: AudioConfig, clock: SessionClock, *,
     if config.source == "loopback":
         if config.device is None:
             return _loopback(clock)
+        _load_portaudio()
         from app.audio.device import DeviceSource
 
         return DeviceSource(config.device, clock, kind="loopback")
@@ -87,15 +93,43 @@ def source_from_config(config: AudioConfig, clock: SessionClock, *,
 
 
 def list_devices() -> list[DeviceInfo]:
+    _load_portaudio()
     from app.audio.device import list_devices as _list
 
     return _list()
 
 
 def format_device_list() -> str:
+    _load_portaudio()
     from app.audio.device import format_device_list as _format
 
     return _format()
+
+
+def portaudio_missing(problem: BaseException | str, platform: str | None = None) -> str:
+    """One sentence for a PortAudio that does not load, naming what to install.
+
+    On Linux the sounddevice wheel carries no PortAudio: it loads the system's
+    (``libportaudio2`` on Debian and Ubuntu, ``portaudio`` on Fedora).  On Windows and macOS
+    the wheel ships PortAudio itself, so a failure there means a damaged install.
+    ``platform`` defaults to ``sys.platform``, read at the call."""
+    if (platform or sys.platform).startswith("linux"):
+        fix = ("install it with 'sudo apt-get install libportaudio2' (Debian, Ubuntu; Fedora: "
+               "'sudo dnf install portaudio')")
+    else:
+        fix = "reinstall Interview Copilot: PortAudio comes inside it (in the sounddevice package)"
+    return (f"Live audio needs the PortAudio library, which did not load ({problem}): {fix}; "
+            f"or replay a recording with --audio FILE.")
+
+
+def _load_portaudio() -> None:
+    """Import :mod:`app.audio.device`, which loads PortAudio: AudioError naming the fix when
+    it cannot (sounddevice raises OSError when it finds no PortAudio library, ImportError
+    when the package itself is missing)."""
+    try:
+        importlib.import_module("app.audio.device")
+    except (OSError, ImportError) as exc:
+        raise AudioError(portaudio_missing(exc)) from exc
 
 
 def _looks_like_file(spec: str) -> bool:
@@ -110,7 +144,12 @@ def _loopback(clock: SessionClock) -> AudioSource:
         from app.audio.loopback_windows import WasapiLoopbackSource
 
         return WasapiLoopbackSource(clock)
-    from app.audio.device import DeviceSource, default_monitor_source, list_devices
+    if sys.platform == "darwin":  # 14.2+: a Core Audio process tap; else, or failing that, BlackHole
+        from app.audio.process_tap import speakers_source
+
+        return speakers_source(clock, fallback=lambda: _loopback_device(clock))
+    _load_portaudio()
+    from app.audio.device import DeviceSource, default_monitor_source
 
     if sys.platform.startswith("linux"):
         monitor = default_monitor_source()
@@ -119,6 +158,14 @@ def _loopback(clock: SessionClock) -> AudioSource:
                              "default sink (is pactl installed?). Pick a monitor with "
                              "--device pulse:NAME.monitor (see --list-devices).")
         return DeviceSource(f"pulse:{monitor}", clock, kind="loopback")
+    return _loopback_device(clock)
+
+
+def _loopback_device(clock: SessionClock) -> AudioSource:
+    """A BlackHole-style loopback input (macOS 14.0-14.1, or where no process tap can be made)."""
+    _load_portaudio()
+    from app.audio.device import DeviceSource, list_devices
+
     candidates = [d for d in list_devices() if d.is_loopback_candidate]
     if not candidates:
         raise AudioError("No loopback input found: install BlackHole (macOS), route the call "

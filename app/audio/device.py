@@ -55,7 +55,13 @@ import numpy.typing as npt
 import sounddevice as sd
 
 from app.audio.frames import AudioFrame, ErrorHandler, FrameHandler, ThreadedSource
-from app.audio.permission import DigitalSilence, silence_message
+from app.audio.permission import (
+    DigitalSilence,
+    access_denied_message,
+    require_microphone_access,
+    silence_warning,
+    watches_for_silence,
+)
 from app.audio.resample import AudioError, Converter, FrameChunker
 from app.core.clock import SessionClock
 
@@ -261,6 +267,10 @@ def _default_input() -> DeviceInfo:
 T = TypeVar("T")
 
 
+class MicrophoneDenied(AudioError):
+    """Windows' privacy switches keep the microphone from this app (the sentence says where)."""
+
+
 class PortAudioWedged(Exception):
     """A PortAudio call did not return before its deadline; it goes on on its own thread."""
 
@@ -330,7 +340,11 @@ def _shut(stream: Any) -> None:
 
 BlockCallback = Callable[[npt.NDArray[np.float32], int, Any, Any], None]
 _Item = tuple[int, float, npt.NDArray[np.float32] | None]
-"""(stream generation, arrival time, block); block None = PortAudio finished the stream."""
+"""(stream generation, arrival time, block); block None = PortAudio finished the stream.
+The arrival time is a ``time.perf_counter()`` instant, the session clock's own (it places
+the first frame on that clock); the worker's timers (retry, stall, overflow bursts) are
+intervals of a tenth of a second and more, and stay on ``time.monotonic()``
+(app/core/clock.py says why)."""
 
 
 class DeviceSource(ThreadedSource):
@@ -339,6 +353,7 @@ class DeviceSource(ThreadedSource):
     def __init__(self, device: str | int | None, clock: SessionClock,
                  kind: DeviceKind = "mic") -> None:
         super().__init__()
+        require_microphone_access()  # macOS: before any input, BlackHole included
         self.kind = kind
         self._target = _resolve(device)
         self.name = self._target.label
@@ -365,10 +380,10 @@ class DeviceSource(ThreadedSource):
                      status: Any) -> None:
             if status.input_overflow:
                 self._overflows += 1
-            put((generation, time.monotonic(), indata.copy()))
+            put((generation, time.perf_counter(), indata.copy()))
 
         def on_finished() -> None:
-            put((generation, time.monotonic(), None))
+            put((generation, time.perf_counter(), None))
 
         return on_block, on_finished
 
@@ -399,6 +414,9 @@ class DeviceSource(ThreadedSource):
                 continue
             self._stream, self.rate, self.channels = stream, rate, channels
             return
+        denied = None if last_error is None else access_denied_message(last_error, self.name)
+        if denied is not None:
+            raise MicrophoneDenied(denied)
         raise AudioError(f"Cannot open audio device '{self.name}': {last_error}")
 
     def _start_stream(self, index: int, rate: int, channels: int,
@@ -451,10 +469,12 @@ class _Worker:
         self.seen_overflows = 0
         self.last_step = time.monotonic()
         self.silence: DigitalSilence | None = None
-        """Watches a microphone's first seconds for exact zeros (a denied macOS microphone);
-        said at most once per source.  Monitors and loopbacks are silent when nothing plays."""
-        self.watch_silence = source.kind == "mic" and not source._target.pulse_source and not any(
+        """Watches an input's first seconds for exact zeros (a denied macOS microphone, which
+        BlackHole needs too); said at most once per source.  Off macOS, monitors and
+        loopbacks are not watched: they are silent whenever nothing plays."""
+        self.loopback = source.kind == "loopback" or bool(source._target.pulse_source) or any(
             hint in source.name.lower() for hint in _LOOPBACK_HINTS)
+        self.watch_silence = watches_for_silence(loopback=self.loopback)
 
     def loop(self) -> None:
         while not self.src._stop.is_set():
@@ -483,6 +503,11 @@ class _Worker:
         self.next_retry = now + RETRY_INTERVAL
         try:
             self.src._open()
+        except MicrophoneDenied as exc:  # plugged in and free: only the user's switch helps
+            if not self.outage_reported:
+                self.outage_reported = True
+                self.on_error(f"{exc} Retrying every {RETRY_INTERVAL:g} s.")
+            return
         except (AudioError, sd.PortAudioError) as exc:
             if not self.outage_reported:
                 self.outage_reported = True
@@ -549,14 +574,14 @@ class _Worker:
         self._deliver(self.chunker.push(self.converter.process(data)))
         if self.silence is not None and self.silence.feed(data):
             self.watch_silence = False
-            self.src._warn(silence_message(self.src.name))
+            self.src._warn(silence_warning(self.src.name, loopback=self.loopback))
 
     def _place(self, first_sample: float) -> None:
         """Put a (re)opened stream's first frame at its wall-clock position."""
         clock = self.src._clock
         if not clock.started:
             clock.start(first_sample)
-        t = (first_sample - clock.to_monotonic(0.0)) * clock.speed
+        t = (first_sample - clock.to_counter(0.0)) * clock.speed
         self.chunker.skip_to(max(t, 0.0))
 
     def _deliver(self, frames: list[AudioFrame]) -> None:

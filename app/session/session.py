@@ -40,6 +40,7 @@ from app.core.clock import Deadline, SessionClock
 from app.core.config import Settings
 from app.core.events import ErrorEvent, EventBus, SessionState, SessionStateEvent, Speaker, StatusEvent
 from app.llm.endpoint import LlmEndpoint
+from app.platform.app_nap import ListeningActivity
 from app.prompt.builder import PromptBuilder
 from app.session.candidate_documents import CandidateDocuments
 from app.session.commands import Controller, SessionCommands
@@ -65,9 +66,11 @@ class Session:
                  candidate_file: str | Path | None = None, channels: tuple[int, int] | None = None,
                  llm: LlmEndpoint | None = None, answers: bool = True, strategy: Strategy = Strategy(),
                  listener_options: ListenerOptions = ListenerOptions(), bus: EventBus | None = None,
-                 decoder: WhisperDecoder | None = None, stop_on_audio_error: bool = False) -> None:
+                 decoder: WhisperDecoder | None = None, stop_on_audio_error: bool = False,
+                 app_nap: ListeningActivity | None = None) -> None:
         self.settings = settings
         self.bus = bus or EventBus()
+        self.bus.subscribe(app_nap or ListeningActivity())  # macOS: no App Nap while it listens
         self.clock = SessionClock()
         self.session_id = uuid.uuid4().hex[:12]
         self._stop_on_audio_error = stop_on_audio_error

@@ -1,0 +1,634 @@
+"""macOS 14.2+: what the speakers play (the interviewer on a call) through a Core Audio
+process tap, with no virtual audio device to install.
+
+A *global* tap (every process's output, mixed to stereo, nothing muted) is the input of a
+private aggregate device that holds the tap and nothing else; an IOProc on that device
+hands us its blocks.  Unlike a Multi-Output Device routed to BlackHole this follows the
+call into Bluetooth and USB headsets, because it taps the processes, not a device.  A
+private tap and aggregate are visible to this process only and die with it.
+
+Why these choices (each is what public implementations converge on, and each is what a
+real Mac has to confirm, see the macOS job in CI):
+
+- Tap only, no sub-device: with the output device as a sub-device, a USB or Bluetooth
+  headset brings its *microphone* streams into the aggregate's input too, and the
+  candidate's voice could be taken for the interviewer's.
+- ``kAudioAggregateDeviceTapAutoStartKey`` is left out: the tap starts with the
+  aggregate's IO, and the key has been seen to stall the HAL's start while another
+  input (here your microphone, through PortAudio) runs in the same process.
+- The block's rate is the tap's format (``kAudioTapPropertyFormat``: "the format of the
+  data that will be accessible in any aggregate device that contains the tap"), and the
+  aggregate's nominal rate is set to it, so 44.1 kHz headphones are not read as 48 kHz.
+  That format follows the default output (a Bluetooth headset in a call: 16 or 24 kHz), so
+  the source asks for it every :data:`RATE_CHECK_S` and rebuilds the tap when it moved.
+
+The permission: recording other apps needs "System Audio Recording" (TCC service
+``kTCCServiceAudioCapture``; the prompt's text is ``NSAudioCaptureUsageDescription`` in
+packaging/macos/Info.plist).  macOS prompts the first time the aggregate's IO starts.
+There is no public call to ask whether it was refused, and a refused tap is still
+created and delivers silence, so a refusal is read with TCC's own preflight (as the
+open-source AudioCap sample does; a private call, so only its "denied" answer is trusted)
+and from ``'nope'`` (kAudioHardwareIllegalOperationError), which the HAL answers for
+refusals.
+
+The Core Audio calls sit behind one small seam, :class:`TapBackend`: :class:`CoreAudioTap`
+on a Mac (pyobjc for the Objective-C tap description and the two create calls, ctypes for
+the HAL's plain C calls, whose ABI is fixed and which pyobjc's notes do not vouch for from
+Python), a fake in tests.  Blocks cross from Core Audio's IO thread to the source's
+``audio:`` thread through a queue, as with PortAudio (``device.py``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import importlib
+import platform
+import queue
+import sys
+import threading
+import time
+from collections.abc import Callable
+from typing import Any, Protocol
+
+import numpy as np
+import numpy.typing as npt
+
+from app.audio.frames import AudioFrame, AudioSource, ErrorHandler, FrameHandler, ThreadedSource
+from app.audio.resample import AudioError, Converter, FrameChunker
+from app.core.clock import SessionClock
+
+MIN_MACOS = (14, 2)
+"""The first macOS with ``AudioHardwareCreateProcessTap``; 14.0-14.1 keep BlackHole."""
+RETRY_INTERVAL = 2.0
+"""Seconds between attempts to build the tap again after a failure or a stall."""
+STALL_S = 2.0
+"""A tap delivers blocks (zeros) even while nothing plays, so none for this long means
+its device is gone (a stopped HAL, a lost clock): rebuild it."""
+RATE_CHECK_S = 1.0
+"""How often to ask the tap's rate: it follows the default output, and a Bluetooth headset
+that enters a call drops to 16 or 24 kHz; one property read, cheap."""
+PRIVACY_PANE = "System Settings → Privacy & Security → Screen & System Audio Recording"
+TAP_NAME = "system audio (process tap)"
+
+Block = npt.NDArray[np.float32]
+"""(frames, channels) float32, as the tap's stream carries it."""
+BlockHandler = Callable[[Block], None]
+
+
+def fourcc(code: str) -> int:
+    return int.from_bytes(code.encode("ascii"), "big")
+
+
+NOPE = fourcc("nope")
+"""kAudioHardwareIllegalOperationError: what the HAL answers when it refuses (no permission)."""
+
+
+class TapError(Exception):
+    """A step of the tap that Core Audio refused, or that could not run.
+
+    ``status`` is the OSStatus (0 when there is none); ``denied`` says the System Audio
+    Recording permission was refused.
+    """
+
+    def __init__(self, step: str, status: int = 0, *, denied: bool = False,
+                 reason: str = "") -> None:
+        self.step = step
+        self.status = status
+        self.denied = denied or status == NOPE
+        self.reason = reason or _status_text(status)
+        super().__init__(f"{step}: {self.reason}")
+
+
+def failure_sentence(exc: TapError, then: str = "") -> str:
+    """What the user reads when the tap cannot be made: one sentence naming the fix.
+
+    ``then`` continues the sentence (what happens next), after a semicolon.
+    """
+    if exc.denied:
+        text = (f"macOS has not allowed Interview Copilot to record system audio: allow it "
+                f"(or the terminal it runs from) in {PRIVACY_PANE}, or choose a BlackHole "
+                f"input as the interviewer's device in Settings → Audio & speech")
+    else:
+        text = (f"macOS could not {exc.step} to hear what the speakers play ({exc.reason}); "
+                f"choose a BlackHole input as the interviewer's device in Settings → Audio & speech "
+                f"if this persists")
+    return f"{text}; {then}." if then else f"{text}."
+
+
+def supported(version: str | None = None) -> bool:
+    """True on macOS 14.2 or later (``version`` as ``platform.mac_ver()`` gives it)."""
+    text = platform.mac_ver()[0] if version is None else version
+    try:
+        parts = tuple(int(p) for p in text.split(".")[:2])
+    except ValueError:
+        return False
+    return len(parts) > 0 and (*parts, 0)[:2] >= MIN_MACOS
+
+
+class TapBackend(Protocol):
+    """The Core Audio calls, in the order the source makes them.
+
+    ``stop`` and ``destroy`` are always called, in that order, whatever step failed, and
+    must undo only what exists.  Every failure raises :class:`TapError`.
+    """
+
+    def create_tap(self) -> None:
+        """A private global stereo tap of every process's output (nothing muted)."""
+
+    def create_aggregate(self) -> int:
+        """A private aggregate device whose only input is the tap; the blocks' sample rate."""
+
+    def current_rate(self) -> int:
+        """The tap's sample rate now (it follows the default output device)."""
+
+    def start(self, callback: BlockHandler) -> None:
+        """Start the aggregate's IO: ``callback`` gets each block on Core Audio's thread."""
+
+    def stop(self) -> None: ...
+
+    def destroy(self) -> None:
+        """Remove the IOProc, the aggregate device and the tap, in that order."""
+
+
+def make_backend() -> TapBackend:
+    """The real seam (tests replace this function)."""
+    return CoreAudioTap()
+
+
+def speakers_source(clock: SessionClock, fallback: Callable[[], AudioSource], *,
+                    version: str | None = None) -> AudioSource:
+    """The interviewer's source on macOS when the settings name no device.
+
+    14.2 and later: the process tap, built now so that a tap that cannot be made falls
+    back to ``fallback()`` (a BlackHole-style input), saying why once; with no fallback
+    either, :class:`AudioError` with the tap's sentence.  Earlier: ``fallback()``.
+    """
+    if not supported(version):
+        return fallback()
+    source = ProcessTapSource(clock)
+    try:
+        source.open()
+    except Exception as exc:  # pyobjc and ctypes errors have no common base
+        failure = as_tap_error(exc)
+        try:
+            device = fallback()
+        except AudioError:
+            raise AudioError(failure_sentence(failure)) from exc
+        return Fallback(device, failure_sentence(failure, then=f"listening to '{device.name}' instead"))
+    return source
+
+
+def as_tap_error(exc: Exception) -> TapError:
+    """``exc`` as a TapError: a binding's surprise is said like Core Audio's refusals."""
+    if isinstance(exc, TapError):
+        return exc
+    return TapError("record system audio", reason=f"{type(exc).__name__}: {exc}")
+
+
+class ProcessTapSource(ThreadedSource):
+    """What the speakers play, through a process tap, as an
+    :class:`~app.audio.frames.AudioSource`.
+
+    :meth:`open` builds the tap and its aggregate device (start-up calls it, so a tap that
+    cannot be made is known before the session listens); the ``audio:`` thread starts the
+    IO, converts and frames, and rebuilds the tap every :data:`RETRY_INTERVAL` after a
+    failure or a stall, said once through ``on_error``.
+    """
+
+    def __init__(self, clock: SessionClock, backend: TapBackend | None = None,
+                 stall_s: float = STALL_S) -> None:
+        super().__init__()
+        self.name = TAP_NAME
+        self._clock = clock
+        self._backend = backend if backend is not None else make_backend()
+        self._stall_s = stall_s
+        self._blocks: queue.SimpleQueue[tuple[float, Block]] = queue.SimpleQueue()
+        self._chunker = FrameChunker()
+        self._lock = threading.Lock()
+        self._built = False
+        self._rate = 0
+        self._outage_reported = False
+        self.reconnects = 0
+        """Times capture came back after a reported failure."""
+
+    @property
+    def overflows(self) -> int:
+        return 0  # the HAL reports no overflow to an IOProc; a late block is just late
+
+    def open(self) -> None:
+        """Build the tap and its aggregate device; on failure undo them and raise TapError."""
+        with self._lock:
+            if self._built:
+                return
+            self._built = True
+            try:
+                self._backend.create_tap()
+                self._rate = self._backend.create_aggregate()
+                if self._rate <= 0:
+                    raise TapError("read the tap's sample rate", reason=f"{self._rate} Hz")
+            except BaseException:
+                self._teardown()
+                raise
+
+    def stop(self, timeout: float = 5.0) -> None:
+        """Stop; a source opened but never started still gives its tap back."""
+        started = self._thread is not None
+        super().stop(timeout)
+        if not started:
+            self._close()
+
+    # --- Core Audio's IO thread: copy and go ---------------------------------------------
+
+    def _on_block(self, block: Block) -> None:
+        self._blocks.put((time.perf_counter(), block))
+
+    # --- the audio: thread ---------------------------------------------------------------
+
+    def _run(self, on_frame: FrameHandler, on_error: ErrorHandler) -> None:
+        try:
+            while not self._stop.is_set():
+                try:
+                    self._capture(on_frame)
+                except Exception as exc:  # pyobjc and ctypes errors have no common base
+                    if not self._outage_reported:
+                        self._outage_reported = True
+                        on_error(failure_sentence(
+                            as_tap_error(exc), then=f"trying again every {RETRY_INTERVAL:g} s"))
+                    self._stop.wait(RETRY_INTERVAL)
+        finally:
+            self._close()
+            self._done.set()
+
+    def _capture(self, on_frame: FrameHandler) -> None:
+        """One life of the tap: build it (unless :meth:`open` did), start it, deliver until
+        stopped; a stall raises.  Stop and destroy always follow, in that order."""
+        try:
+            self.open()
+            while not self._blocks.empty():  # a previous life's last blocks
+                self._blocks.get_nowait()
+            self._backend.start(self._on_block)
+            self._deliver(Converter(self._rate), on_frame)
+        finally:
+            self._close()
+
+    def _deliver(self, converter: Converter, on_frame: FrameHandler) -> None:
+        """Until stopped, or the tap's rate moved (returns: rebuild), or it stalls (raises)."""
+        first = True
+        last = time.monotonic()
+        next_check = last + RATE_CHECK_S
+        try:
+            while not self._stop.is_set():
+                if time.monotonic() >= next_check:
+                    next_check = time.monotonic() + RATE_CHECK_S
+                    if self._backend.current_rate() != self._rate:
+                        return  # a new output device: rebuild the tap at its rate
+                try:
+                    arrival, block = self._blocks.get(timeout=0.1)
+                except queue.Empty:
+                    if time.monotonic() - last > self._stall_s:
+                        raise TapError("keep the tap running",
+                                       reason=f"no audio for {self._stall_s:g} s") from None
+                    continue
+                last = time.monotonic()
+                if first:
+                    first = False
+                    self._place(arrival - len(block) / self._rate)
+                    if self._outage_reported:
+                        self._outage_reported = False
+                        self.reconnects += 1
+                self._emit(self._chunker.push(converter.process(block)), on_frame)
+        finally:
+            self._emit(self._chunker.push(converter.flush()), on_frame)
+            last_frame = self._chunker.flush()
+            if last_frame is not None:
+                on_frame(last_frame)
+
+    def _place(self, first_sample: float) -> None:
+        """Put this life's first frame at its position on the session clock (arrival stamps
+        are ``time.perf_counter()`` values, as in ``device.py``)."""
+        if not self._clock.started:
+            self._clock.start(first_sample)
+        t = (first_sample - self._clock.to_counter(0.0)) * self._clock.speed
+        self._chunker.skip_to(max(t, 0.0))
+
+    @staticmethod
+    def _emit(frames: list[AudioFrame], on_frame: FrameHandler) -> None:
+        for frame in frames:
+            on_frame(frame)
+
+    def _close(self) -> None:
+        with self._lock:
+            if self._built:
+                self._teardown()
+
+    def _teardown(self) -> None:
+        """Stop, then destroy, whatever failed before (called under the lock)."""
+        self._built = False
+        try:
+            self._backend.stop()
+        finally:
+            self._backend.destroy()
+
+
+class Fallback:
+    """Another input (BlackHole) standing in for a tap that could not be made; says why
+    once, as a warning, when it starts: the session goes on with it."""
+
+    def __init__(self, source: AudioSource, notice: str) -> None:
+        self._source = source
+        self.notice = notice
+        self.name = source.name
+
+    def start(self, on_frame: FrameHandler, on_error: ErrorHandler,
+              on_warning: ErrorHandler | None = None) -> None:
+        (on_warning if on_warning is not None else on_error)(self.notice)
+        self._source.start(on_frame, on_error, on_warning)
+
+    def stop(self, timeout: float = 5.0) -> None:
+        self._source.stop(timeout)
+
+    def wait(self, timeout: float | None = None) -> bool:
+        return self._source.wait(timeout)
+
+    @property
+    def overflows(self) -> int:
+        return self._source.overflows
+
+
+# --- the real seam: Core Audio on a Mac ---------------------------------------------------
+
+_GLOBAL_SCOPE = fourcc("glob")
+_MAIN_ELEMENT = 0
+_TAP_FORMAT = fourcc("tfmt")
+_NOMINAL_RATE = fourcc("nsrt")
+_LINEAR_PCM = fourcc("lpcm")
+_FLOAT_FLAG = 1  # kAudioFormatFlagIsFloat
+_TCC_DENIED = 1  # TCCAccessPreflight: 0 granted, 1 denied, 2 not asked yet
+_CF_UTF8 = 0x08000100
+
+
+class _PropertyAddress(ctypes.Structure):
+    _fields_ = [("mSelector", ctypes.c_uint32), ("mScope", ctypes.c_uint32),
+                ("mElement", ctypes.c_uint32)]
+
+
+class _StreamFormat(ctypes.Structure):
+    """AudioStreamBasicDescription (40 bytes)."""
+
+    _fields_ = [("mSampleRate", ctypes.c_double), ("mFormatID", ctypes.c_uint32),
+                ("mFormatFlags", ctypes.c_uint32), ("mBytesPerPacket", ctypes.c_uint32),
+                ("mFramesPerPacket", ctypes.c_uint32), ("mBytesPerFrame", ctypes.c_uint32),
+                ("mChannelsPerFrame", ctypes.c_uint32), ("mBitsPerChannel", ctypes.c_uint32),
+                ("mReserved", ctypes.c_uint32)]
+
+
+class AudioBuffer(ctypes.Structure):
+    _fields_ = [("mNumberChannels", ctypes.c_uint32), ("mDataByteSize", ctypes.c_uint32),
+                ("mData", ctypes.c_void_p)]
+
+
+class AudioBufferList(ctypes.Structure):
+    """The header and first buffer; ``mNumberBuffers`` of them follow one another."""
+
+    _fields_ = [("mNumberBuffers", ctypes.c_uint32), ("mBuffers", AudioBuffer * 1)]
+
+
+_IOProc = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_uint32, ctypes.c_void_p,
+                           ctypes.POINTER(AudioBufferList), ctypes.c_void_p, ctypes.c_void_p,
+                           ctypes.c_void_p, ctypes.c_void_p)
+"""AudioDeviceIOProc: (device, now, input, input time, output, output time, client data)."""
+
+
+def block_of(buffers: Any) -> Block | None:
+    """The float32 samples of an AudioBufferList (a ctypes pointer), copied, as
+    (frames, channels): one interleaved buffer, or one buffer per channel side by side."""
+    if not buffers:
+        return None
+    head = buffers.contents
+    each = ctypes.cast(ctypes.addressof(head.mBuffers), ctypes.POINTER(AudioBuffer))
+    parts: list[Block] = []
+    for i in range(int(head.mNumberBuffers)):
+        buffer = each[i]
+        count = int(buffer.mDataByteSize) // 4
+        channels = max(1, int(buffer.mNumberChannels))
+        if not buffer.mData or count < channels:
+            continue
+        samples = np.ctypeslib.as_array(
+            ctypes.cast(buffer.mData, ctypes.POINTER(ctypes.c_float)), shape=(count,))
+        parts.append(samples[: count - count % channels].reshape(-1, channels).copy())
+    if not parts:
+        return None
+    frames = min(len(part) for part in parts)
+    return np.ascontiguousarray(np.hstack([part[:frames] for part in parts]), dtype=np.float32)
+
+
+class CoreAudioTap:
+    """:class:`TapBackend` on macOS 14.2+: pyobjc (``pyobjc-framework-CoreAudio``) and the
+    CoreAudio framework, both loaded on first use."""
+
+    def __init__(self) -> None:
+        self._ca: Any = None
+        self._hal: Any = None
+        self._tap = 0
+        self._tap_uid = ""
+        self._format = _StreamFormat()
+        self._aggregate = 0
+        self._proc_id = ctypes.c_void_p()
+        self._proc: Any = None  # the ctypes callback: referenced while Core Audio may call it
+        self._running = False
+
+    def create_tap(self) -> None:
+        ca = self._load()
+        if _audio_capture_denied():
+            raise TapError("record system audio", denied=True)
+        description = ca.CATapDescription.alloc().initStereoGlobalTapButExcludeProcesses_([])
+        description.setName_("Interview Copilot")
+        description.setPrivate_(True)
+        description.setMuteBehavior_(ca.CATapUnmuted)
+        status, tap = ca.AudioHardwareCreateProcessTap(description, None)
+        _check(status, "create the process tap")
+        self._tap = int(tap)
+        self._tap_uid = str(description.UUID().UUIDString())
+        self._get(self._tap, _TAP_FORMAT, self._format, "read the tap's format")
+        fmt = self._format
+        if fmt.mFormatID != _LINEAR_PCM or not fmt.mFormatFlags & _FLOAT_FLAG or fmt.mBitsPerChannel != 32:
+            raise TapError("read the tap's format", reason="not 32-bit float PCM")
+
+    def create_aggregate(self) -> int:
+        ca = self._ca
+        key = _keys(ca)
+        description = {
+            key("kAudioAggregateDeviceNameKey"): "Interview Copilot system audio",
+            key("kAudioAggregateDeviceUIDKey"): f"io.github.interviewcopilot.tap.{self._tap_uid}",
+            key("kAudioAggregateDeviceIsPrivateKey"): True,
+            key("kAudioAggregateDeviceTapListKey"): [{
+                key("kAudioSubTapUIDKey"): self._tap_uid,
+                key("kAudioSubTapDriftCompensationKey"): True,
+            }],
+        }
+        status, aggregate = ca.AudioHardwareCreateAggregateDevice(description, None)
+        _check(status, "create the aggregate device")
+        self._aggregate = int(aggregate)
+        rate = ctypes.c_double(self._format.mSampleRate)
+        with contextlib.suppress(TapError):  # the blocks carry the tap's format regardless
+            self._set(self._aggregate, _NOMINAL_RATE, rate, "set the aggregate's rate")
+        return round(rate.value)
+
+    def current_rate(self) -> int:
+        fmt = _StreamFormat()
+        self._get(self._tap, _TAP_FORMAT, fmt, "read the tap's format")
+        return round(float(fmt.mSampleRate))
+
+    def start(self, callback: BlockHandler) -> None:
+        def io_proc(device: int, now: Any, inputs: Any, input_time: Any, outputs: Any,
+                    output_time: Any, client: Any) -> int:
+            with contextlib.suppress(Exception):  # nothing may escape into Core Audio
+                block = block_of(inputs)
+                if block is not None:
+                    callback(block)
+            return 0
+
+        self._proc = _IOProc(io_proc)
+        hal = self._hal
+        _check(hal.AudioDeviceCreateIOProcID(self._aggregate, self._proc, None,
+                                             ctypes.byref(self._proc_id)),
+               "attach to the aggregate device")
+        _check(hal.AudioDeviceStart(self._aggregate, self._proc_id), "start recording")
+        self._running = True
+
+    def stop(self) -> None:
+        if self._running:
+            self._running = False
+            self._hal.AudioDeviceStop(self._aggregate, self._proc_id)
+
+    def destroy(self) -> None:
+        hal = self._hal
+        if hal is None:  # Core Audio never loaded: nothing was made
+            return
+        if self._proc_id.value:
+            hal.AudioDeviceDestroyIOProcID(self._aggregate, self._proc_id)
+            self._proc_id = ctypes.c_void_p()
+        if self._aggregate:
+            hal.AudioHardwareDestroyAggregateDevice(self._aggregate)
+            self._aggregate = 0
+        if self._tap:
+            hal.AudioHardwareDestroyProcessTap(self._tap)
+            self._tap = 0
+
+    def _load(self) -> Any:
+        if self._ca is None:
+            try:
+                self._ca = importlib.import_module("CoreAudio")
+                self._hal = _hal_library()
+            except Exception as exc:  # a broken install: said, not a traceback
+                raise TapError("load Core Audio",
+                               reason=f"pyobjc's CoreAudio did not load: {type(exc).__name__}: {exc}"
+                               ) from exc
+        return self._ca
+
+    def _get(self, obj: int, selector: int, out: Any, step: str) -> None:
+        address = _PropertyAddress(selector, _GLOBAL_SCOPE, _MAIN_ELEMENT)
+        size = ctypes.c_uint32(ctypes.sizeof(out))
+        _check(self._hal.AudioObjectGetPropertyData(obj, ctypes.byref(address), 0, None,
+                                                    ctypes.byref(size), ctypes.byref(out)), step)
+
+    def _set(self, obj: int, selector: int, value: Any, step: str) -> None:
+        address = _PropertyAddress(selector, _GLOBAL_SCOPE, _MAIN_ELEMENT)
+        _check(self._hal.AudioObjectSetPropertyData(obj, ctypes.byref(address), 0, None,
+                                                    ctypes.sizeof(value), ctypes.byref(value)),
+               step)
+
+
+def _hal_library() -> Any:
+    """CoreAudio's C functions, typed (the IOProc's pointer type, 32-bit object ids)."""
+    hal = ctypes.CDLL("/System/Library/Frameworks/CoreAudio.framework/CoreAudio")
+    u32, ptr = ctypes.c_uint32, ctypes.c_void_p
+    signatures: dict[str, list[Any]] = {
+        "AudioObjectGetPropertyData": [u32, ptr, u32, ptr, ptr, ptr],
+        "AudioObjectSetPropertyData": [u32, ptr, u32, ptr, u32, ptr],
+        "AudioDeviceCreateIOProcID": [u32, _IOProc, ptr, ctypes.POINTER(ptr)],
+        "AudioDeviceStart": [u32, ptr],
+        "AudioDeviceStop": [u32, ptr],
+        "AudioDeviceDestroyIOProcID": [u32, ptr],
+        "AudioHardwareDestroyAggregateDevice": [u32],
+        "AudioHardwareDestroyProcessTap": [u32],
+    }
+    for name, argtypes in signatures.items():
+        function = getattr(hal, name)
+        function.argtypes = argtypes
+        function.restype = ctypes.c_int32
+    return hal
+
+
+def _audio_capture_denied() -> bool:
+    """TCC's preflight for System Audio Recording says "denied" (any doubt: False, and
+    macOS asks when the IO starts)."""
+    try:
+        tcc = ctypes.CDLL("/System/Library/PrivateFrameworks/TCC.framework/Versions/A/TCC")
+        cf = ctypes.CDLL("/System/Library/Frameworks/CoreFoundation.framework/CoreFoundation")
+        cf.CFStringCreateWithCString.restype = ctypes.c_void_p
+        cf.CFStringCreateWithCString.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_uint32]
+        cf.CFRelease.argtypes = [ctypes.c_void_p]
+        tcc.TCCAccessPreflight.restype = ctypes.c_int
+        tcc.TCCAccessPreflight.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
+        service = cf.CFStringCreateWithCString(None, b"kTCCServiceAudioCapture", _CF_UTF8)
+        try:
+            return int(tcc.TCCAccessPreflight(service, None)) == _TCC_DENIED
+        finally:
+            cf.CFRelease(service)
+    except (OSError, AttributeError):
+        return False
+
+
+def _keys(ca: Any) -> Callable[[str], str]:
+    """pyobjc gives the aggregate's dictionary keys (C string macros) as bytes."""
+    def key(name: str) -> str:
+        value = getattr(ca, name)
+        return value.decode() if isinstance(value, bytes) else str(value)
+    return key
+
+
+def _check(status: int, step: str) -> None:
+    if int(status) != 0:
+        raise TapError(step, int(status))
+
+
+def _status_text(status: int) -> str:
+    """An OSStatus as Core Audio's headers spell it: a four-character code, else a number."""
+    if status == 0:
+        return "no status"
+    raw = (status & 0xFFFFFFFF).to_bytes(4, "big")
+    if all(32 <= b < 127 for b in raw):
+        return f"error '{raw.decode('ascii')}'"
+    return f"error {status}"
+
+
+def main() -> int:
+    """``python -m app.audio.process_tap``: build a tap, record one second, say what
+    happened (the macOS CI job).  Core Audio's refusals are reported and exit 0 (a runner
+    may forbid recording); anything else is a bug in our calls and exits non-zero."""
+    if sys.platform != "darwin" or not supported():
+        print(f"no process taps here ({sys.platform} {platform.mac_ver()[0]}): macOS 14.2+ has them")
+        return 0
+    backend = CoreAudioTap()
+    blocks: list[Block] = []
+    try:
+        backend.create_tap()
+        rate = backend.create_aggregate()
+        print(f"created a private global process tap and its aggregate device at {rate} Hz")
+        backend.start(blocks.append)
+        time.sleep(1.0)
+        frames = sum(len(b) for b in blocks)
+        print(f"recorded for 1 s: {len(blocks)} blocks, {frames} frames"
+              f"{'' if frames else ' (no IO: the runner gave the aggregate no clock or no permission)'}")
+    except TapError as exc:
+        print(f"the tap could not be made or started here: {failure_sentence(exc)}")
+    finally:
+        backend.stop()
+        backend.destroy()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
