@@ -138,6 +138,46 @@ def test_actionlint_finds_nothing() -> None:
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
+def windows_steps() -> list[dict[str, Any]]:
+    return [s for s in steps(load("ci.yml")["jobs"]["bundle"]) if s.get("if") == "matrix.name == 'windows'"]
+
+
+def test_windows_installs_the_installer_and_runs_the_readmes_commands_from_it() -> None:
+    """After the build: a silent install into a folder, the user's PATH checked, the console
+    executable's self-test and --list-devices from there, the windowed one's exit codes with
+    no console, and a silent uninstall that takes the PATH entry away."""
+    bundle = steps(load("ci.yml")["jobs"]["bundle"])
+    build = next(i for i, s in enumerate(bundle) if s.get("run") == "${{ matrix.build }}")
+    ours = windows_steps()
+    assert len(ours) == 4 and all(bundle.index(s) > build for s in ours)
+    install, cli, windowed, uninstall = (s["run"] for s in ours)
+    assert all(s["shell"] == "pwsh" for s in ours)  # Git Bash would rewrite /VERYSILENT as a path
+    assert "InterviewCopilot-Setup-" in install and "/VERYSILENT" in install and "/DIR=" in install
+    assert '[Environment]::GetEnvironmentVariable("Path", "User")' in install
+    for command in ("interview-copilot-cli self-test", "interview-copilot-cli --list-devices"):
+        checked = rf"^{re.escape(command)}\n\s*if \(\$LASTEXITCODE -ne 0\)"  # a failure fails the step
+        assert re.search(checked, cli, re.MULTILINE), command
+    assert "interview-copilot.exe" in windowed and "UseShellExecute = $true" in windowed
+    assert '-ne 2) { throw "windowed listen of a missing file' in windowed
+    assert "unins000.exe" in uninstall and "/VERYSILENT" in uninstall
+    assert "-contains $env:IC_INSTALLED" in uninstall
+
+
+def test_one_windows_run_prints_chinese_to_a_file_without_pythonutf8() -> None:
+    """The workflow sets PYTHONUTF8=1 for everything, which hid that a redirected stdout on
+    Windows is cp1252: the installed CLI transcribes the Chinese clip to a file with UTF-8
+    mode off, and the file must be UTF-8 with Chinese in it."""
+    assert load("ci.yml")["env"]["PYTHONUTF8"] == "1"
+    [step] = [s for s in windows_steps() if "transcribe --language zh" in s["run"]]
+    assert step["env"]["PYTHONUTF8"] == "0"
+    run = step["run"]
+    redirected = r'cmd /c "interview-copilot-cli transcribe --language zh .*zh-question\.wav > \$out"'
+    assert re.search(redirected, run)
+    assert "[Text.UTF8Encoding]::new($false, $true)" in run  # a byte that is not UTF-8 throws
+    assert "IsCJKUnifiedIdeographs" in run
+    assert (ROOT / "tests" / "data" / "zh-question.wav").is_file()
+
+
 # --- the tag check ------------------------------------------------------------------------------
 
 

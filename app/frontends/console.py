@@ -8,16 +8,25 @@ and :func:`app.core.terminal.printable`, whoever makes it (``print``, a log reco
 traceback, argparse, the tracer's waterfall, ``--events -``).  The one thing written past
 them is the live transcript's own line rewrite on a terminal (``\\r`` and erase-line),
 through :meth:`TerminalStream.write_control`.
+
+Two more things hold for every write from there on, whoever makes it.  There is always a
+stream: the installed Windows executable is windowed, so it starts with ``sys.stdout`` and
+``sys.stderr`` None; a missing one becomes the console of the terminal it was typed into
+(:mod:`app.frontends.parent_console`) or, with none, a stream to nowhere, so nothing raises
+and the exit code still says what happened.  And it is UTF-8: redirected to a file on
+Windows, Python would encode for cp1252, and the first Chinese caption would raise.
 """
 
 from __future__ import annotations
 
 import contextlib
+import os
 import sys
 from collections.abc import Iterable, Iterator
 from typing import IO, Any, TextIO, cast
 
 from app.core.terminal import printable
+from app.frontends import parent_console
 from app.platform.redact import redact
 
 REWRITE_LINE = "\r\033[K"
@@ -61,19 +70,57 @@ class TerminalStream:
 
 @contextlib.contextmanager
 def terminal_output() -> Iterator[None]:
-    """``sys.stdout`` and ``sys.stderr`` as :class:`TerminalStream` for the block, then as
-    they were.  A stream that is missing (a windowed build has none) or already wrapped
-    is left alone."""
+    """``sys.stdout`` and ``sys.stderr`` as UTF-8 :class:`TerminalStream` s for the block,
+    then as they were.  A missing stream (a windowed build has none) is the parent's console
+    or nowhere for the block (:func:`_present`); one already wrapped is left alone."""
     saved = sys.stdout, sys.stderr
-    sys.stdout, sys.stderr = _wrapped(sys.stdout), _wrapped(sys.stderr)
+    with contextlib.ExitStack() as cleanup:
+        out, err = _present(sys.stdout, sys.stderr, cleanup)
+        for stream in [out] if err is out else [out, err]:
+            cleanup.enter_context(_utf8(stream))
+        sys.stdout, sys.stderr = _wrapped(out), _wrapped(err)
+        try:
+            yield
+        finally:
+            sys.stdout, sys.stderr = saved
+
+
+def _present(out: TextIO | None, err: TextIO | None,
+             cleanup: contextlib.ExitStack) -> tuple[TextIO, TextIO]:
+    """Both streams, a missing one replaced: by the console of the terminal that started a
+    windowed executable, else by the null device (started from the Start menu: the window
+    needs no terminal, and a command's exit code still tells).  Closed by ``cleanup``."""
+    if out is not None and err is not None:
+        return out, err
+    stand_in = parent_console.attach_parent_console()
+    if stand_in is None:
+        stand_in = open(os.devnull, "w", encoding="utf-8")  # noqa: SIM115 - closed by cleanup
+    cleanup.callback(stand_in.close)
+    return out or stand_in, err or stand_in
+
+
+@contextlib.contextmanager
+def _utf8(stream: TextIO) -> Iterator[None]:
+    """``stream`` writes UTF-8 (unencodable text replaced, never raised) for the block, where
+    the stream allows it: CI's ``PYTHONUTF8=1`` hid that a file on Windows is cp1252."""
+    target = stream.wrapped if isinstance(stream, TerminalStream) else stream
+    reconfigure = getattr(target, "reconfigure", None)  # a TextIOWrapper's; a StringIO has none
+    before = getattr(target, "encoding", None), getattr(target, "errors", None)
+    changed = False
+    if reconfigure is not None:
+        with contextlib.suppress(ValueError, OSError):  # closed, or cannot change its encoding
+            reconfigure(encoding="utf-8", errors="replace")
+            changed = True
     try:
         yield
     finally:
-        sys.stdout, sys.stderr = saved
+        if changed and reconfigure is not None:
+            with contextlib.suppress(ValueError, OSError):  # closed meanwhile
+                reconfigure(encoding=before[0], errors=before[1])
 
 
-def _wrapped(stream: TextIO | None) -> TextIO:
-    if stream is None or isinstance(stream, TerminalStream):
+def _wrapped(stream: TextIO) -> TextIO:
+    if isinstance(stream, TerminalStream):
         return cast(TextIO, stream)
     return cast(TextIO, TerminalStream(stream))
 

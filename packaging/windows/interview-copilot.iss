@@ -44,12 +44,17 @@ SolidCompression=yes
 LZMANumBlockThreads=4
 WizardStyle=modern
 CloseApplications=yes
+; The "addtopath" task changes the user's PATH: tell Explorer, so new terminals see it.
+ChangesEnvironment=yes
 
 [Languages]
 Name: "english"; MessagesFile: "compiler:Default.isl"
 
 [Tasks]
 Name: "desktopicon"; Description: "{cm:CreateDesktopIcon}"; GroupDescription: "{cm:AdditionalIcons}"; Flags: unchecked
+; The install folder holds only the two executables and the uninstaller (the DLLs are in
+; _internal\), so putting it on PATH shadows no other program's libraries.
+Name: "addtopath"; Description: "Add interview-copilot-cli (the command line) to my PATH"; GroupDescription: "Command line:"
 
 [InstallDelete]
 ; An upgrade replaces the bundle completely: stale DLLs from an older version must not linger.
@@ -69,3 +74,80 @@ Filename: "{app}\{#AppExeName}"; Description: "{cm:LaunchProgram,{#StringChange(
 [UninstallDelete]
 ; Only the program folder; settings and sessions in %APPDATA% / %LOCALAPPDATA% are kept.
 Type: filesandordirs; Name: "{app}\_internal"
+
+[Code]
+{ The user's PATH (HKCU\Environment, no administrator rights) gets the install folder when
+  the "addtopath" task is chosen, and loses it on uninstall, whatever else is there. }
+
+function IsOurEntry(Entry, Dir: String): Boolean;
+begin
+  Result := CompareText(RemoveBackslashUnlessRoot(Trim(Entry)), RemoveBackslashUnlessRoot(Dir)) = 0;
+end;
+
+function UserPathEntries(var Entries: TArrayOfString): Boolean;
+var
+  Paths: String;
+begin
+  Result := RegQueryStringValue(HKEY_CURRENT_USER, 'Environment', 'Path', Paths);
+  if Result then
+    Entries := StringSplit(Paths, [';'], stExcludeEmpty)
+  else
+    SetArrayLength(Entries, 0);
+end;
+
+procedure AddToUserPath(Dir: String);
+var
+  Entries: TArrayOfString;
+  Paths: String;
+  I: Integer;
+begin
+  if not UserPathEntries(Entries) then
+    Log('the user has no PATH yet');
+  Paths := '';
+  for I := 0 to GetArrayLength(Entries) - 1 do
+  begin
+    if IsOurEntry(Entries[I], Dir) then
+      exit;  { already there (an upgrade) }
+    Paths := Paths + Entries[I] + ';';
+  end;
+  if not RegWriteExpandStringValue(HKEY_CURRENT_USER, 'Environment', 'Path', Paths + Dir) then
+    Log('could not add ' + Dir + ' to the user PATH');
+end;
+
+procedure RemoveFromUserPath(Dir: String);
+var
+  Entries: TArrayOfString;
+  Paths: String;
+  I: Integer;
+  Found: Boolean;
+begin
+  if not UserPathEntries(Entries) then
+    exit;
+  Paths := '';
+  Found := False;
+  for I := 0 to GetArrayLength(Entries) - 1 do
+  begin
+    if IsOurEntry(Entries[I], Dir) then
+      Found := True
+    else if Paths = '' then
+      Paths := Entries[I]
+    else
+      Paths := Paths + ';' + Entries[I];
+  end;
+  if not Found then
+    exit;
+  if not RegWriteExpandStringValue(HKEY_CURRENT_USER, 'Environment', 'Path', Paths) then
+    Log('could not remove ' + Dir + ' from the user PATH');
+end;
+
+procedure CurStepChanged(CurStep: TSetupStep);
+begin
+  if (CurStep = ssPostInstall) and WizardIsTaskSelected('addtopath') then
+    AddToUserPath(ExpandConstant('{app}'));
+end;
+
+procedure CurUninstallStepChanged(CurUninstallStep: TUninstallStep);
+begin
+  if CurUninstallStep = usPostUninstall then
+    RemoveFromUserPath(ExpandConstant('{app}'));
+end;
