@@ -165,9 +165,11 @@ async def test_client_keepalive_expiry_would_drop_idle_connection(server: FakeSe
 
 
 SERVER_IDLE_S = 3.0
-"""The idle time-out of the re-warm test's server: twenty of the client's re-warm periods,
-so only a loop stalled for most of it (not a busy machine's hiccup) lets it expire."""
-REWARM_S = 0.15
+"""The idle time-out of the re-warm test's server: three of the client's re-warm periods,
+so only a loop stalled for two seconds (not a busy machine's hiccup) lets it expire."""
+REWARM_S = 1.0
+"""Long beside a re-warm's few milliseconds, so the chat, sent just after one, never meets the
+next one in flight (the pool would then open a second connection: no spare here)."""
 
 
 async def test_server_idle_timeout_is_beaten_by_rewarm() -> None:
@@ -185,9 +187,11 @@ async def test_server_idle_timeout_is_beaten_by_rewarm() -> None:
 
     def outlived(server: FakeServer) -> bool:
         """On the server's own record: its first connection was used again after being
-        open for longer than the idle time-out."""
+        open for longer than the idle time-out, and a re-warm has just ended (the next is a
+        period away, so the chat sent now has the connection to itself)."""
         seen = server.requests()
-        return len(seen) >= 2 and seen[-1].started - (seen[0].ended or seen[0].started) > SERVER_IDLE_S
+        return (len(seen) >= 2 and seen[-1].started - (seen[0].ended or seen[0].started) > SERVER_IDLE_S
+                and seen[-1].ended is not None and time.monotonic() - seen[-1].ended < REWARM_S / 4)
 
     with FakeServer(Profile(idle_timeout=SERVER_IDLE_S), api_key=KEY) as srv:
         warm = LlmClient(srv.base_url, KEY, MODEL, rewarm_idle_s=REWARM_S, spare_connections=0)
