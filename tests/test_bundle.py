@@ -89,3 +89,19 @@ def test_bundle_leaves_the_dev_tools_out(bundle_exe: Path) -> None:
     bench = _run_clean(bundle_exe, "bench", "asr", "--corpus", "/nonexistent", timeout=120)
     assert bench.returncode == 2, bench.stdout + bench.stderr[-3000:]
     assert "source checkout" in bench.stderr and "Traceback" not in bench.stderr
+
+
+@pytest.mark.timeout(1800)
+def test_bundle_carries_neither_pyav_nor_grpc(bundle_exe: Path, tmp_path: Path) -> None:
+    """PyAV (100 MB with its FFmpeg) and grpc (17 MB) stay out: faster-whisper imports a
+    stand-in `av` (packaging/stubs/av; the self-test's asr check proves it imports), and a
+    recording only PyAV could read is refused in one sentence saying what to do."""
+    contents = bundle_exe.parent.parent if sys.platform == "darwin" else bundle_exe.parent
+    shipped = {p.relative_to(contents).as_posix() for p in contents.rglob("*")
+               if p.is_dir() and p.name in ("av", "av.libs", "grpc")}
+    assert not shipped, shipped
+    mp3 = tmp_path / "call.mp3"
+    mp3.write_bytes(b"ID3\x04\x00\x00\x00\x00\x00\x00" + bytes(2048))
+    replay = _run_clean(bundle_exe, "transcribe", mp3, timeout=300)
+    assert replay.returncode == 2, replay.stdout + replay.stderr[-3000:]
+    assert "PyAV is not shipped" in replay.stderr and "Traceback" not in replay.stderr

@@ -256,3 +256,48 @@ def test_every_install_goes_through_the_lock() -> None:
         assert "pip install" not in text.replace("pip install --upgrade pip", ""), script
     locked = (ROOT / "packaging" / "install_locked.sh").read_text(encoding="utf-8")
     assert "--frozen" in locked and "--require-hashes" in locked
+
+
+# --- sizes ----------------------------------------------------------------------------------------
+
+
+def size_step() -> dict[str, Any]:
+    [step] = [s for s in steps(load("ci.yml")["jobs"]["bundle"]) if "GITHUB_STEP_SUMMARY" in s.get("run", "")]
+    return step
+
+
+def test_every_bundle_job_measures_what_it_built() -> None:
+    """On the three runners (no `if`, the job's bash), right after the build: the README's
+    sizes come from this summary."""
+    bundle = steps(load("ci.yml")["jobs"]["bundle"])
+    build = next(i for i, s in enumerate(bundle) if s.get("run") == "${{ matrix.build }}")
+    step = size_step()
+    assert bundle.index(step) == build + 1
+    assert "if" not in step and "shell" not in step
+    assert load("ci.yml")["jobs"]["bundle"]["defaults"]["run"]["shell"] == "bash"
+    assert step["env"]["SYSTEM"] == "${{ matrix.name }}"
+    assert "${{" not in step["run"], "the script runs as written in tests/test_workflows.py"
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="bash")
+@pytest.mark.parametrize("installed", ["interview-copilot", "Interview Copilot.app"])
+def test_the_size_step_prints_each_download_and_the_installed_folder(tmp_path: Path, installed: str) -> None:
+    """The step's own script, run on a dist/ of known sizes: one row per file in
+    dist/release/ (its bytes) and one for the installed folder (its disk use), in MB."""
+    release = tmp_path / "dist" / "release"
+    release.mkdir(parents=True)
+    (release / "InterviewCopilot-Setup-1.0.0.exe").write_bytes(bytes(3 * 2**20 + 1000))
+    folder = tmp_path / "dist" / installed / "_internal"
+    folder.mkdir(parents=True)
+    for i in range(5):
+        (folder / f"part{i}.bin").write_bytes(b"\x01" * 2**20)  # not sparse: du sees 5 MB
+    summary = tmp_path / "summary.md"
+    env = {"PATH": "/usr/bin:/bin", "SYSTEM": "windows", "GITHUB_STEP_SUMMARY": str(summary)}
+    out = subprocess.run(["bash", "-eo", "pipefail", "-c", size_step()["run"]], cwd=tmp_path,
+                         capture_output=True, text=True, env=env)
+    assert out.returncode == 0, out.stderr
+    text = summary.read_text()
+    assert text == out.stdout  # printed to the log too
+    assert text.startswith("### windows: sizes\n")
+    assert "| download | InterviewCopilot-Setup-1.0.0.exe | 3 |" in text
+    assert f"| installed | {installed} | 5 |" in text

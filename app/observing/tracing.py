@@ -58,7 +58,11 @@ ExporterName = Literal["console", "otlp"]
 
 INSTALL_HINT = (
     "tracing needs OpenTelemetry: pip install 'interview-copilot[diagnostics]' "
-    "(opentelemetry-sdk and opentelemetry-exporter-otlp)"
+    "(opentelemetry-sdk and opentelemetry-exporter-otlp-proto-http)"
+)
+GRPC_HINT = (
+    "OTLP over gRPC needs pip install opentelemetry-exporter-otlp-proto-grpc; "
+    "or set OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf (the collector's port 4318)"
 )
 MAX_OPEN_TURNS = 64
 """Turns that never get an answer (transcription only, failures) are dropped beyond this."""
@@ -384,18 +388,22 @@ def _make_exporter(exporter: ExporterName | SpanExporter, stream: IO[str] | None
     if exporter == "otlp":
         protocol = os.environ.get("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL") or os.environ.get(
             "OTEL_EXPORTER_OTLP_PROTOCOL", "http/protobuf")
-        try:
-            if protocol == "grpc":
-                from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import (
+        if protocol == "grpc":
+            # Neither the diagnostics extra nor the installers carry it: gRPC alone weighs
+            # 17 MB, and OTLP over HTTP needs none.  Installed by hand, it is used.
+            try:
+                from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import (  # type: ignore[import-not-found, unused-ignore]
                     OTLPSpanExporter as GrpcExporter,
                 )
-
-                return GrpcExporter()
+            except ImportError as exc:
+                raise TracingUnavailable(GRPC_HINT) from exc
+            grpc_exporter: SpanExporter = GrpcExporter()  # typed here: Any when not installed
+            return grpc_exporter
+        try:
             from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
-
-            return OTLPSpanExporter()
         except ImportError as exc:
             raise TracingUnavailable(INSTALL_HINT) from exc
+        return OTLPSpanExporter()
     raise ValueError(f"unknown trace exporter {exporter!r}: use console or otlp")
 
 
