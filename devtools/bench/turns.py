@@ -63,7 +63,7 @@ from app.asr.decoder import WhisperDecoder, load_decoder
 from app.core.config import Settings
 from app.core.events import Event, EventBus, FinalEvent, PartialEvent, RequestEvent, SpeculateEvent
 from app.core.text import question_key, tags_of, words
-from app.llm.endpoint import LOCAL_MODEL, LlmEndpoint
+from app.llm.endpoint import LOCAL_MODEL, NO_KEY, LlmEndpoint
 from app.observing.percentile import median, p95
 from app.observing.timeline import Timeline, TurnStages
 from app.platform.cores import cores
@@ -276,7 +276,8 @@ class _endpoint:
             stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": path})
         assert self._process.stdout is not None
         url = self._process.stdout.readline().strip()
-        return LlmEndpoint(url, "bench", "gpt-4o-mini", local=False)
+        # any key: the server takes every one; never a word (every key is masked in all output)
+        return LlmEndpoint(url, NO_KEY, "gpt-4o-mini", local=False)
 
     def __exit__(self, *exc: object) -> None:
         if self._process is not None:
