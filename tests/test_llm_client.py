@@ -147,16 +147,25 @@ async def test_client_keepalive_expiry_would_drop_idle_connection(server: FakeSe
     assert server.connections_accepted == 2
 
     # Ours re-warms before the expiry, so a request after an idle period longer than the
-    # expiry is warm.  The expiry leaves 2.8 s between re-warms for a busy machine's stalls.
+    # expiry is warm.  The expiry leaves 2 s past a re-warm period for a busy machine's stalls;
+    # the chat goes just after a re-warm (with one in flight and no spare, the pool would
+    # rightly open a second connection).
     server.reset_stats()
-    expiry = 3.0
+    expiry, period = 3.0, 1.0
     client = LlmClient(
-        server.base_url, KEY, MODEL, keepalive_expiry=expiry, rewarm_idle_s=0.2, spare_connections=0
+        server.base_url, KEY, MODEL, keepalive_expiry=expiry, rewarm_idle_s=period, spare_connections=0
     )
+
+    def just_rewarmed() -> bool:
+        seen = server.requests()  # the client has also done with each (its connection is back)
+        return (client.warm_count >= 3 and time.monotonic() - started > expiry + 0.5
+                and client.warm_count == len(seen)
+                and seen[-1].ended is not None and time.monotonic() - seen[-1].ended < period / 4)
+
     try:
         started = time.monotonic()
         await client.start()
-        assert await wait_until(lambda: client.warm_count >= 3 and time.monotonic() - started > expiry + 0.5)
+        assert await wait_until(just_rewarmed)
         _, done = await collect(client, "After a pause?")
         assert done.timing.connect is None
         assert server.connections_accepted == 1
@@ -185,19 +194,20 @@ async def test_server_idle_timeout_is_beaten_by_rewarm() -> None:
         finally:
             await cold.aclose()
 
-    def outlived(server: FakeServer) -> bool:
+    def outlived(server: FakeServer, client: LlmClient) -> bool:
         """On the server's own record: its first connection was used again after being
-        open for longer than the idle time-out, and a re-warm has just ended (the next is a
-        period away, so the chat sent now has the connection to itself)."""
+        open for longer than the idle time-out, and a re-warm has just ended, on both sides
+        (the next is a period away, so the chat sent now has the connection to itself)."""
         seen = server.requests()
         return (len(seen) >= 2 and seen[-1].started - (seen[0].ended or seen[0].started) > SERVER_IDLE_S
+                and client.warm_count == len(seen)
                 and seen[-1].ended is not None and time.monotonic() - seen[-1].ended < REWARM_S / 4)
 
     with FakeServer(Profile(idle_timeout=SERVER_IDLE_S), api_key=KEY) as srv:
         warm = LlmClient(srv.base_url, KEY, MODEL, rewarm_idle_s=REWARM_S, spare_connections=0)
         try:
             await warm.start()
-            assert await wait_until(lambda: outlived(srv))  # the re-warms alone, no chat yet
+            assert await wait_until(lambda: outlived(srv, warm))  # the re-warms alone, no chat yet
             _, done = await collect(warm, "With re-warm?")
             assert done.timing.connect is None
         finally:
