@@ -26,20 +26,9 @@ import numpy as np
 import pytest
 
 from app.audio import AudioError, FileSource, process_tap, source_from_config
+from app.audio.core_audio import NOPE, AudioBuffer, AudioBufferList, BlockHandler, TapError, block_of
 from app.audio.frames import FRAME_SAMPLES, SAMPLE_RATE, AudioFrame, AudioSource
-from app.audio.process_tap import (
-    NOPE,
-    AudioBuffer,
-    AudioBufferList,
-    BlockHandler,
-    Fallback,
-    ProcessTapSource,
-    TapError,
-    block_of,
-    failure_sentence,
-    speakers_source,
-    supported,
-)
+from app.audio.process_tap import Fallback, ProcessTapSource, failure_sentence, speakers_source, supported
 from app.core.clock import SessionClock
 from app.core.config import AudioConfig
 

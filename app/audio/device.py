@@ -341,10 +341,8 @@ def _shut(stream: Any) -> None:
 BlockCallback = Callable[[npt.NDArray[np.float32], int, Any, Any], None]
 _Item = tuple[int, float, npt.NDArray[np.float32] | None]
 """(stream generation, arrival time, block); block None = PortAudio finished the stream.
-The arrival time is a ``time.perf_counter()`` instant, the session clock's own (it places
-the first frame on that clock); the worker's timers (retry, stall, overflow bursts) are
-intervals of a tenth of a second and more, and stay on ``time.monotonic()``
-(app/core/clock.py says why)."""
+The arrival is on ``time.perf_counter()``, the session clock's own (it places the first
+frame); the worker's timers stay on ``time.monotonic()`` (app/core/clock.py says why)."""
 
 
 class DeviceSource(ThreadedSource):
