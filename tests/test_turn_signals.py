@@ -205,9 +205,8 @@ def test_the_verdict_the_guess_waits_for_may_borrow_the_recognisers_core(decoder
     listener.stop()
     lent = [r.audio_end for r in requests if r.spare_core]
     assert any(r.audio_end >= voice_end - 0.1 for r in requests)
-    if lends:  # the pass that heard the last words; partials that missed some are not lent
+    if lends:  # the pass that heard the last words (played slowly, every pass hears all so far)
         assert any(end >= voice_end - 0.1 for end in lent), (lent, voice_end)
-        assert len(lent) < len(requests)
     else:
         assert not lent
 
