@@ -145,9 +145,13 @@ def test_a_hanging_endpoint_never_delays_the_captions(tmp_path: Path) -> None:
     from devtools.fake_server import FakeServer, Profile
 
     clip = synth("Why are you interested in this role?")
+    # The test server is on loopback, where the hedge is off by default: it stands for a remote relay here.
+    config = tmp_path / "remote.toml"
+    config.write_text('[llm]\nhedge = "on"\n')
     with FakeServer(Profile(hang=True)) as server:
-        child = subprocess.Popen([sys.executable, "-m", "app", "listen", "--headless", "--audio", str(clip),
-                                  "--base-url", server.start(), "--api-key", "sk-x"],
+        child = subprocess.Popen([sys.executable, "-m", "app", "--config", str(config), "listen",
+                                  "--headless", "--audio", str(clip), "--base-url", server.start(),
+                                  "--api-key", "sk-x"],
                                  env=env_for(tmp_path), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                  text=True)
         out, err = child.communicate(timeout=2 * READ_TIMEOUT_S)

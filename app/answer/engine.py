@@ -70,6 +70,7 @@ from app.core.events import (
 from app.core.text import question_key, tags_of
 from app.llm.chat import Delta, Done, Message, StreamItem
 from app.llm.errors import LlmError
+from app.llm.loopback import remote_tactic
 from app.prompt.builder import PromptBuilder, cache_key, estimate_tokens
 from app.prompt.recall import RecallAnnouncer
 
@@ -498,18 +499,15 @@ class AnswerEngine:
 
     # --- cache keep-alive ------------------------------------------------------------------
 
-    def _is_local(self) -> bool:
-        host = self._base_url.lower()
-        return "://127.0.0.1" in host or "://localhost" in host or "://[::1]" in host
-
     def _cache_pings_enabled(self) -> bool:
+        # OpenAI keeps prefixes cached long enough on its own and each ping costs money;
+        # a local server keeps its KV cache in process (no URL yet: the embedded one).
+        # Relays and others: ping.
         mode = self._settings.llm.cache_keepalive
         if mode != "auto":
             return mode == "on"
-        # OpenAI keeps prefixes cached long enough on its own and each ping costs money;
-        # a local server keeps its KV cache in process.  Relays and others: ping.
         base = self._base_url.lower()
-        return bool(base) and not self._is_local() and "api.openai.com" not in base
+        return bool(base) and remote_tactic(mode, base) and "api.openai.com" not in base
 
     async def _cache_keepalive(self) -> None:
         interval = self._settings.llm.cache_keepalive_interval_s

@@ -346,6 +346,15 @@ class LlmConfig(_Section):
     temperature: float = Field(default=0.3, ge=0.0, le=2.0)
     cache_keepalive: Literal["auto", "on", "off"] = "auto"
     cache_keepalive_interval_s: float = Field(default=240.0, ge=30, le=3600)
+    hedge: Literal["auto", "on", "off"] = "auto"
+    """A hedged second request when no first token came within ``first_token_timeout_s``.
+    "auto": for a remote provider only.  A server on this machine (the embedded one,
+    Ollama, anything on loopback) is slow because its CPU is busy computing the answer, and
+    a second request would halve what each gets (docs/decisions/0031)."""
+    rewarm: Literal["auto", "on", "off"] = "auto"
+    """Warm-ups after a cancel and every idle period, so a request never pays a TCP/TLS set-up.
+    "auto": for a remote provider only; a loopback connection costs nothing to open, and a
+    warm-up there would queue on the model's CPU behind the answer."""
 
 
 class PromptConfig(_Section):

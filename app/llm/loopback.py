@@ -11,6 +11,7 @@ machine anyway.  So every HTTP client built for a loopback URL is built with
 from __future__ import annotations
 
 import ipaddress
+from typing import Literal
 from urllib.parse import urlsplit
 
 
@@ -40,3 +41,14 @@ def trust_env(url: str) -> bool:
     """httpx2's ``trust_env`` for a client of ``url``: False on loopback (no proxy from the
     environment or the system), True elsewhere."""
     return not is_loopback(url)
+
+
+def remote_tactic(setting: Literal["auto", "on", "off"], url: str, *, local: bool = False) -> bool:
+    """Whether a tactic against a remote provider's tail latency (a hedged request, a re-warm,
+    a cache ping) is used for the endpoint at ``url``: "on"/"off" as set; "auto" only when
+    the server is elsewhere.  On this machine (``local``: the embedded server, which may not
+    be up yet; or a loopback URL) the answer's own CPU is the bottleneck, so extra requests
+    only slow it down, and connections cost nothing to open."""
+    if setting != "auto":
+        return setting == "on"
+    return not (local or is_loopback(url))

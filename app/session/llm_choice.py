@@ -3,8 +3,9 @@
 An endpoint the user configured (flags, environment or settings), or, with none, the
 embedded llama.cpp server on the bundled model or a GGUF file the user chose, started on
 first use.  The choice decides more than the URL: an LLM on this machine gets the
-endpointer's longer question wait, one request at a time, no hedging nor re-warming,
-and the bundled 135M model the compact prompt (docs/decisions/0016-local-model-choice.md).
+endpointer's longer question wait, one request at a time, and the bundled 135M model
+the compact prompt (docs/decisions/0016-local-model-choice.md); any server on this
+machine, Ollama included, gets no hedging nor re-warming (docs/decisions/0031).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from app.llm.endpoint import (
 )
 from app.llm.errors import LlmError
 from app.llm.local_server import LocalServer
+from app.llm.loopback import remote_tactic
 from app.platform.redact import display_url
 
 
@@ -103,12 +105,13 @@ class LlmChoice:
             self._llm = endpoint
         llm = self._settings.llm
         self._status(f"answers from {endpoint.model} at {display_url(endpoint.base_url)}")
-        # A hedged second request only slows a CPU-bound embedded server down, and a
-        # warm-up would queue behind its answer (see app.llm.client).
-        local = self.answers_locally
-        first_token = llm.timeout_s if local else llm.first_token_timeout_s
+        # A hedged second request only slows a CPU-bound server on this machine down, and a
+        # warm-up would queue behind its answer (app.llm.loopback.remote_tactic): without a
+        # hedge, the first token's deadline is the read time-out.
+        hedge = remote_tactic(llm.hedge, endpoint.base_url, local=endpoint.local)
+        first_token = llm.first_token_timeout_s if hedge else llm.timeout_s
         return LlmClient(endpoint.base_url, endpoint.api_key, endpoint.model, http2=llm.http2,
-                         rewarm=not local,
+                         rewarm=remote_tactic(llm.rewarm, endpoint.base_url, local=endpoint.local),
                          connect_timeout=llm.connect_timeout_s, timeout=llm.timeout_s,
                          keepalive_expiry=llm.keepalive_expiry_s, first_token_timeout=first_token,
                          stall_timeout=llm.stall_timeout_s, rate_limit_max_wait=llm.rate_limit_max_wait_s,

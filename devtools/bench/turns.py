@@ -178,6 +178,8 @@ class TurnResult:
 def run(settings: Settings, args: argparse.Namespace) -> dict[str, Any]:
     clips = load_corpus(args.corpus, args.limit)
     decoder = load_decoder(settings.asr)
+    if not (args.base_url or args.local):
+        settings = _as_remote(settings)
     modes = [canonical(m.strip()) for m in args.modes.split(",") if m.strip()]
     for mode in modes:
         mode_settings(settings, mode)  # a mistyped mode fails before the first clip
@@ -207,6 +209,13 @@ def run(settings: Settings, args: argparse.Namespace) -> dict[str, Any]:
     target.write_text(json.dumps(report, indent=1))
     print(f"\nwritten: {target}")
     return summary
+
+
+def _as_remote(settings: Settings) -> Settings:
+    """The test server listens on loopback but stands for a remote provider: it gets the
+    hedge and the re-warms a remote one gets ("auto" turns them off on loopback)."""
+    remote = {key: "on" for key in ("hedge", "rewarm") if getattr(settings.llm, key) == "auto"}
+    return settings.model_copy(update={"llm": settings.llm.model_copy(update=remote)})
 
 
 def mode_settings(settings: Settings, mode: str) -> tuple[Mode, Settings]:
