@@ -132,6 +132,29 @@ class WhisperDecoder:
         rarity :func:`app.asr.glossary.pick_terms` ranks terms by."""
         return len(self._tokenizer("en").encode(" " + term.strip()))
 
+    def token_log_probs(self, audio: npt.NDArray[np.int16] | npt.NDArray[np.float32], texts: list[str], *,
+                        language: str = "en", steered: bool = True,
+                        whole: bool = False) -> list[list[float]]:
+        """Each text's tokens (after a space) scored by this decoder over ``audio``: the
+        log-probability of every token given the ones before it, after the prompt a pass
+        uses (``steered`` False: without the glossary).  One encoder pass, one batch: what
+        :func:`app.asr.prior.term_prior` ranks the glossary by (and ``bench glossary``'s near-miss
+        re-scoring compares a near-miss and its term with, on the same audio).
+        ``whole``: encode exactly the audio, not the context a pass pads it to (cheaper)."""
+        if not texts:
+            return []
+        samples = audio.astype(np.float32) / 32768.0 if audio.dtype == np.int16 else audio
+        samples = samples[: FULL_FRAMES * HOP]
+        frames = math.ceil(len(samples) / HOP) if whole else self._frames_for(len(samples))
+        encoded = self._encode(samples, frames, to_cpu=True)
+        batch = np.ascontiguousarray(np.repeat(np.asarray(encoded), len(texts), axis=0))
+        tokenizer = self._tokenizer(language)
+        prompt, _ = self._prompt(tokenizer, language, None, self._terms_for(language) if steered else ())
+        tokens = [tokenizer.encode(" " + text.strip()) for text in texts]
+        results = self._model.model.align(ctranslate2.StorageView.from_array(batch), prompt, tokens,
+                                          [frames] * len(texts))
+        return [[math.log(max(p, 1e-30)) for p in r.text_token_probs] for r in results]
+
     def decode(self, audio: npt.NDArray[np.int16] | npt.NDArray[np.float32],
                previous_text: str | None = None, *, language: str | None = None,
                wanted: Callable[[], bool] | None = None,
@@ -147,11 +170,7 @@ class WhisperDecoder:
         samples = audio.astype(np.float32) / 32768.0 if audio.dtype == np.int16 else audio
         samples = samples[: FULL_FRAMES * HOP]
         frames = self._frames_for(len(samples))
-        padded = np.zeros(frames * HOP, dtype=np.float32)
-        padded[: len(samples)] = samples
-        features = self._model.feature_extractor(padded, padding=0)[:, :frames]
-        encoded = self._model.model.encode(
-            ctranslate2.StorageView.from_array(np.ascontiguousarray(features[None])), to_cpu=False)
+        encoded = self._encode(samples, frames, to_cpu=False)
         if wanted is not None and not wanted():
             raise Superseded
         language = language or self.language
@@ -175,6 +194,15 @@ class WhisperDecoder:
                           avg_logprob=float(avg_logprob), compression_ratio=compression_ratio(text),
                           seconds=time.perf_counter() - started, language=language,
                           language_probability=probability, prompted=terms)
+
+    def _encode(self, samples: npt.NDArray[np.generic], frames: int, *,
+                to_cpu: bool) -> ctranslate2.StorageView:
+        """The encoder's output for ``samples`` padded with silence to ``frames``."""
+        padded = np.zeros(frames * HOP, dtype=np.float32)
+        padded[: len(samples)] = samples
+        features = self._model.feature_extractor(padded, padding=0)[:, :frames]
+        return self._model.model.encode(
+            ctranslate2.StorageView.from_array(np.ascontiguousarray(features[None])), to_cpu=to_cpu)
 
     def _generate(self, encoded: ctranslate2.StorageView, prompt: list[int], max_length: int,
                   tokenizer: Tokenizer, language: str, *,

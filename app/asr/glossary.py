@@ -10,7 +10,7 @@ recogniser never depends on how the documents were loaded.
 
 Bounded on purpose: every prompt token is decoder work on every pass, and a long list of
 words is what a model says back over audio it cannot make out.  So at most
-:data:`MAX_TERMS` terms within :data:`MAX_PIECES` tokens, chosen by rarity:
+:data:`MAX_TERMS` terms within :data:`MAX_PIECES` tokens, chosen by need:
 
 * **shape** says a word is a name: mixed case or an inner capital (CockroachDB, ArgoCD,
   gRPC), letters with digits (k8s, EC2), an acronym (SRE), inner punctuation (Node.js,
@@ -18,16 +18,20 @@ words is what a model says back over audio it cannot make out.  So at most
   appears in lower case in the documents (Nomad, Kubernetes, not "Senior" as a title
   word the text also uses in lower case); one that only opens lines or sentences must be
   rare to the model in lower case too ("Lumenpay — Platform Engineer", not "Led the…").
+  Every item of a list of names (a skills line) is a candidate whatever its shape.
   In Chinese, a run the text sets apart as a name: a list item ("技能：分布式事务、灰度发布"),
   quoted or bracketed ("“星澜支付”"), or short between spaces ("2019 鲸跃科技 工程师").
-* **rarity to the model**: how many pieces the recogniser's own tokenizer cuts the term
-  into, per word (each Chinese character a word).  A word Whisper writes in one piece
-  ("Python", "Google") it already spells; one it must assemble from three ("Cock" "roach"
-  "DB") it rarely will unaided.  A term needing no more pieces than words is dropped.
-  (Whisper's byte-level pieces cannot tell a rare Chinese word from a common one, a
-  common character taking two already: for Chinese, being set apart is the evidence.)
-  Ranked by pieces (capped at 4: past that, length is not rarity), then by how often the
-  documents use it, then by where it first appears.
+* **need**, with the recogniser's ``prior`` (:func:`app.asr.prior.term_prior`): how
+  unlikely the model finds the term with nothing to hear.  "Kubernetes", "PostgreSQL",
+  "Vault" are unlikely and misheard ("cube it", "post the rescue", "mould"); "Kafka" and
+  "Go" the model writes unaided, and a small budget drops them first.  Ranked by that
+  log-probability, then by how often the documents use it, then by where it first
+  appears.
+* without a prior (a caller with no model), **rarity**: how many pieces the tokenizer
+  cuts the term into, per word (each Chinese character a word).  A term needing no more
+  pieces than words is dropped, the rest ranked by pieces (capped at 4).  (Whisper's
+  byte-level pieces cannot tell a rare Chinese word from a common one: for Chinese,
+  being set apart is the evidence.)
 
 The user's glossary comes first, whole and in its order: the user chose those terms.
 """
@@ -40,20 +44,30 @@ from dataclasses import dataclass
 
 from app.core.text import has_cjk, words
 
-MAX_TERMS = 24
-"""A few dozen names cover a résumé and a job description; the token budget below is
-usually what binds (decision 0018)."""
-MAX_PIECES = 64
-"""Token budget of the whole list, the cost every pass pays (decoder prefill): a longer
-prompt slowed Chinese passes on the base model (a Chinese character takes about two
-tokens) without hearing more names, and English terms fit well within it (figures:
-decision 0018, ``bench glossary``)."""
+MAX_TERMS = 64
+"""A candidate's stack is a few dozen names; the token budget below is what binds."""
+MAX_PIECES = 128
+"""Token budget of the whole list, the cost every pass pays (decoder prefill: about 0.2 ms
+of CPU a token on tiny.en, so 128 tokens cost a pass 15-19 % more CPU, within the 1.2x
+a partial pass may grow).  It holds all of a résumé's everyday stack (40 names here)
+but the few the model writes unaided (Kafka, MySQL, Go); 64 left out names it mishears
+(Vault, Helm, Airflow, Terraform).  With the 16 the decoder keeps for separators
+and the Chinese script prompt (about 20) after it, the prompt stays under Whisper's 223
+(figures: decision 0018, ``bench glossary --budgets``)."""
+MAX_SCORED = 120
+"""Candidates the model's prior is asked about at most (the rarest by pieces first):
+bounds the time at load (one batch, a few seconds for 200 on a shared 2-core machine)."""
 MAX_TERM_CHARS = 40
 """A glossary entry longer than this is a sentence, not a term: cut."""
 _MIN_RARITY = 1.0
 """A term is kept when it needs more pieces than it has words (rarity above 1)."""
 
 _LATIN = re.compile(r"[A-Za-z][A-Za-z0-9]*(?:[.+#'\-][A-Za-z0-9]+)*[+#]*")
+_JOINED = re.compile(r"(?<![\w.])[A-Z][A-Za-z0-9]* [A-Z][A-Za-z0-9]*(?!\w|\.\w)")
+"""Two capitalised words in a row: one name if :func:`_joined_name` says so."""
+_LIST_SEPARATORS = re.compile(r"[,;|]")
+_LIST_ITEMS = 4
+"""A line of at least four comma-separated items is a list ("Kafka, Helm, Vault, Go")."""
 _CJK_RUN = re.compile(r"[\u3400-\u9fff]{2,8}")
 _OPENERS = frozenset("、；;：:|/（(《「『“")
 _CLOSERS = frozenset("、；;|/）)》」』”。")
@@ -67,6 +81,9 @@ _SENTENCE_END = re.compile(r"[.!?。！？]\s+$")
 
 Pieces = Callable[[str], int]
 """How many tokens the recogniser needs to write a term (after a space)."""
+Prior = Callable[[list[str]], list[float]]
+"""The recogniser's log-probability of each term with nothing to hear (see
+:func:`app.asr.prior.term_prior`): the lower, the more the term needs steering."""
 
 
 def rough_pieces(term: str) -> int:
@@ -83,14 +100,22 @@ class _Candidate:
     opening_only: bool = False
     """Capitalised only where any word is (a line's or sentence's first): a name only if
     Whisper finds it rare in lower case too ("Lumenpay", not "Led")."""
+    listed: bool = False
+    """An item of a list of names (a skills line: "Kafka, Helm, Vault"): a name whatever
+    its pieces, where a capitalised word in prose ("Health") may be a plain word."""
 
 
 def pick_terms(documents: Iterable[str | None], glossary: Iterable[str] = (), *,
-               pieces: Pieces = rough_pieces, limit: int = MAX_TERMS,
+               pieces: Pieces = rough_pieces, prior: Prior | None = None, limit: int = MAX_TERMS,
                budget: int = MAX_PIECES) -> list[str]:
     """The terms to steer the recogniser with: the user's ``glossary`` first, then the
-    rarest names of ``documents`` (résumé, job description), within ``limit`` terms and
-    ``budget`` tokens (as ``pieces`` counts them)."""
+    names of ``documents`` (résumé, job description) the recogniser most needs, within
+    ``limit`` terms and ``budget`` tokens (as ``pieces`` counts them).
+
+    With ``prior`` (the model's own), need is how unlikely the model finds the term, and
+    every name-shaped term is a candidate: a one-piece "Kafka" or "Helm" is misheard as
+    often as a three-piece name ("hell" for Helm).  Without, the pieces proxy: a term
+    needing no more pieces than words is dropped, the rest ranked by pieces."""
     chosen: list[str] = []
     seen: set[str] = set()
     spent = 0
@@ -111,10 +136,17 @@ def pick_terms(documents: Iterable[str | None], glossary: Iterable[str] = (), *,
             take(term)
     ranked = sorted(_candidates([d for d in documents if d]).values(),
                     key=lambda c: (-min(_rarity(c.term, pieces), 4.0), -c.count, c.first))
+    ranked = [c for c in ranked
+              if not c.opening_only or _rarity(c.term.lower(), pieces) > _MIN_RARITY]
+    if prior is None:
+        ranked = [c for c in ranked if _rarity(c.term, pieces) > _MIN_RARITY]
+    else:
+        ranked = [c for c in ranked if c.listed or _rarity(c.term, pieces) > _MIN_RARITY]
+        ranked = ranked[:MAX_SCORED]
+        need = dict(zip((c.term for c in ranked), prior([c.term for c in ranked]), strict=True))
+        ranked.sort(key=lambda c: (need[c.term], -c.count, c.first))
     for candidate in ranked:
-        rare = _rarity(candidate.term, pieces) > _MIN_RARITY
-        if rare and (not candidate.opening_only or _rarity(candidate.term.lower(), pieces) > _MIN_RARITY):
-            take(candidate.term)
+        take(candidate.term)
     return chosen
 
 
@@ -132,17 +164,37 @@ def _candidates(documents: list[str]) -> dict[str, _Candidate]:
     for line in text.splitlines():
         start = _LINE_START.match(line)
         opening = start.end() if start else 0
+        joined = [m for m in _JOINED.finditer(line) if m.start() > opening
+                  and not _SENTENCE_END.search(line[: m.start()]) and _joined_name(m.group(), lower)]
+        items = {i.strip() for i in _LIST_SEPARATORS.split(line)}
+        listed = len(items) >= _LIST_ITEMS
+        for m in joined:
+            _count(found, " ".join(m.group().split()), position + m.start(), listed=listed)
         for m in _LATIN.finditer(line):
+            if any(j.start() <= m.start() < j.end() for j in joined):
+                continue
             word = m.group()
             initial = m.start() <= opening or bool(_SENTENCE_END.search(line[: m.start()]))
             if _name_shaped(word, False, lower):
                 opening_only = initial and not _name_shaped(word, True, lower)
-                _count(found, word, position + m.start(), opening_only=opening_only)
+                _count(found, word, position + m.start(), opening_only=opening_only,
+                       listed=listed and word in items)
         for m in _CJK_RUN.finditer(line):
             if _set_apart(line, m.start(), m.end()):
                 _count(found, m.group(), position + m.start())
         position += len(line) + 1
     return found
+
+
+def _joined_name(run: str, lower: set[str]) -> bool:
+    """Two words that name one thing: a name and a short acronym ("Argo CD", "Azure AD"),
+    or two name-shaped words ("GitHub Actions", "Google Cloud"), not one a name and one a
+    plain word."""
+    first, second = run.split()
+    if second.isupper() and 2 <= len(second) <= 3 and first[0].isupper():
+        return True
+    return _name_shaped(first, False, lower) and _name_shaped(second, False, lower) \
+        and any(c.isupper() for c in first[1:] + second[1:])
 
 
 def _name_shaped(word: str, initial: bool, lower: set[str]) -> bool:
@@ -182,13 +234,15 @@ def _set_apart(line: str, start: int, end: int) -> bool:
     return not (left.isascii() and left.isalpha()) and not (right.isascii() and right.isalpha())
 
 
-def _count(found: dict[str, _Candidate], term: str, at: int, *, opening_only: bool = False) -> None:
+def _count(found: dict[str, _Candidate], term: str, at: int, *, opening_only: bool = False,
+           listed: bool = False) -> None:
     key = term.casefold()
     if key in found:
         found[key].count += 1
         found[key].opening_only &= opening_only
+        found[key].listed |= listed
     else:
-        found[key] = _Candidate(term, at, opening_only=opening_only)
+        found[key] = _Candidate(term, at, opening_only=opening_only, listed=listed)
 
 
 def prompt_text(terms: list[str], *, chinese: bool = False) -> str:

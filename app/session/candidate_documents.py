@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from app.asr.decoder import AUTO
-from app.asr.glossary import Pieces, pick_terms
+from app.asr.glossary import Pieces, Prior, pick_terms
 from app.core.clock import SessionClock
 from app.core.config import Settings
 from app.core.events import ErrorEvent, EventBus
@@ -94,12 +94,13 @@ class CandidateDocuments:
             self._documents, self._said = documents, False
         return documents
 
-    def recogniser_terms(self, pieces: Pieces) -> list[str]:
-        """The user's glossary and the rarest names of the résumé and job description, to
-        steer the recogniser (a file that cannot be read is the prompt's to report)."""
+    def recogniser_terms(self, pieces: Pieces, prior: Prior | None = None) -> list[str]:
+        """The user's glossary and the names of the résumé and job description the
+        recogniser most needs (by its ``prior``: see :func:`app.asr.glossary.pick_terms`), to
+        steer it (a file that cannot be read is the prompt's to report)."""
         documents = self._reading()
         return pick_terms([documents.resume, documents.job_description], self._settings.asr.glossary,
-                          pieces=pieces)
+                          pieces=pieces, prior=prior)
 
     def prompt(self, language: str) -> PromptBuilder:
         """The prompt for ``language`` ("auto": English until the session's language is

