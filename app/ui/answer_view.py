@@ -15,6 +15,13 @@ Each request is a block of its own (one answer in front at a time: the engine cu
 older one before a newer one shows).  A block taken back (the question went on) collapses
 to one dimmed line; the rare re-layouts that needs rebuild the document from the blocks.
 
+An hour holds steady: the live document keeps the newest :data:`KEEP` answers only.  When
+an answer is done (the pane idle until the next question's tokens) and the reader is at
+the end, older answers fold into one line at the top, "N earlier answers — show them",
+which brings them back on a click (:meth:`AnswerView.show_earlier`); every answer stays in
+``blocks`` and in the session log.  So neither a token nor a rebuild (retract, restore)
+costs more after a hundred answers than after the first.
+
 Paint latency: after each paint that follows new tokens, one ``PaintedEvent`` is reported
 for the *oldest* token not yet painted (the worst case of that paint); tokens that arrive
 while the view is hidden or scrolled away from the bottom are not stamped, since they
@@ -32,7 +39,9 @@ from PySide6.QtGui import (
     QColor,
     QFont,
     QFontDatabase,
+    QMouseEvent,
     QPaintEvent,
+    QTextBlock,
     QTextBlockFormat,
     QTextCharFormat,
     QTextCursor,
@@ -54,6 +63,12 @@ _UNDECIDED_MAX = 16
 """A line's start is decided by then: indentation, a number and a marker fit in it, and an
 endless run of spaces cannot keep a line undecided (each token would scan it again)."""
 _INLINE = re.compile(r"(\*\*|`)")
+KEEP = 12
+"""Answers the live document holds: the last dozen questions (a quarter of an hour of an
+interview) stay a scroll away, and the document stays small enough that its size is no
+cost a token notices (``bench paint``)."""
+_EARLIER = "earlier-answers"
+"""The anchor of the folded answers' line."""
 
 
 @dataclass
@@ -83,7 +98,9 @@ class AnswerView(QTextEdit):
         *,
         clock: SessionClock | None = None,
         post: Callable[[Event], None] | None = None,
+        keep: int | None = KEEP,
     ) -> None:
+        """``keep``: answers the live document holds (None: all of them)."""
         protect_singletons()
         super().__init__(parent)
         self.setReadOnly(True)
@@ -95,6 +112,12 @@ class AnswerView(QTextEdit):
         self._clock = clock
         self._post = post
         self.blocks: list[AnswerBlock] = []
+        """Every answer of the session, the folded ones too."""
+        self._keep = keep
+        self._first_live = 0
+        """Index in ``blocks`` of the oldest answer in the document."""
+        self._heads: list[QTextBlock] = []
+        """The document's answer headings, oldest first (one per live answer)."""
         self._pending: list[tuple[int, int, float]] = []
         self._muted = QColor("#667085")
         self._code_bg = QColor("#eef1f5")
@@ -136,6 +159,15 @@ class AnswerView(QTextEdit):
                 self._write_note(block)
             else:
                 self._rebuild()
+        if block is self.blocks[-1]:
+            self._fold()
+
+    def show_earlier(self) -> None:
+        """Bring the folded answers back into the document (they fold again after the
+        next answer, once the reader is back at the end)."""
+        if self._first_live:
+            self._first_live = 0
+            self._rebuild()
 
     def retract(self, request: int, reason: str) -> None:
         """The answer was taken back: one dimmed line remains (the session log keeps it)."""
@@ -158,8 +190,16 @@ class AnswerView(QTextEdit):
     def clear_answers(self) -> None:
         self.clear()
         self.blocks.clear()
+        self._heads.clear()
+        self._first_live = 0
         self._pending.clear()
         self._reset_line()
+
+    def mouseReleaseEvent(self, e: QMouseEvent) -> None:
+        if e.button() == Qt.MouseButton.LeftButton and self.anchorAt(e.position().toPoint()) == _EARLIER:
+            self.show_earlier()
+            return
+        super().mouseReleaseEvent(e)
 
     # --- paint hook -------------------------------------------------------------------
 
@@ -222,47 +262,103 @@ class AnswerView(QTextEdit):
         cursor.insertText(note, fmt)
         self._newline()
 
+    def _fold(self) -> None:
+        """Fold all but the newest ``keep`` answers into the line at the top, unless the
+        reader is scrolled up (the page would move under their eyes).
+
+        The oldest answers' text is cut from the front of the document, which costs what
+        they hold, not what the live answers do (laying the live ones out again would cost
+        ``keep`` answers at every answer's end)."""
+        folding = len(self.blocks) - self._first_live - (self._keep or 0)
+        if self._keep is None or folding <= 0 or not self._follow.following:
+            return
+        cursor = QTextCursor(self.document())
+        cursor.beginEditBlock()
+        start = self._heads[0].position()
+        cursor.setPosition(start)
+        cursor.setPosition(self._heads[folding].position(), QTextCursor.MoveMode.KeepAnchor)
+        cursor.removeSelectedText()  # the first folded heading's block takes the next heading
+        self._first_live += folding
+        if start == 0:  # the first fold: the line goes above, the heading into a block of its own
+            cursor.setPosition(0)
+            self._write_earlier(self._first_live, cursor)
+            cursor.insertBlock(self._head_format(first=False), QTextCharFormat())
+        else:
+            line = self.document().firstBlock()
+            cursor.setPosition(line.position())
+            cursor.setPosition(line.position() + line.length() - 1, QTextCursor.MoveMode.KeepAnchor)
+            self._write_earlier(self._first_live, cursor)
+        head = self.document().firstBlock().next()  # the oldest live answer's heading
+        QTextCursor(head).setBlockFormat(self._head_format(first=False))  # which one Qt kept is its own
+        cursor.endEditBlock()
+        self._heads = [head, *self._heads[folding + 1:]]
+
     def _rebuild(self) -> None:
-        """Lay the whole document out again from the blocks (retract, restore: rare)."""
-        blocks = list(self.blocks)
+        """Lay the live document out again from its blocks (retract, restore, show
+        earlier: rare, and over ``keep`` answers at most once folded)."""
         self.clear()
-        self.blocks.clear()
+        self._heads.clear()
         self._reset_line()
-        for block in blocks:
-            self._start_block(block)
+        if self._first_live:
+            self._write_earlier(self._first_live, self._end_cursor())
+        for number in range(self._first_live, len(self.blocks)):
+            block = self.blocks[number]
+            self._write_head(block, number + 1)
             if block.retracted is not None:
                 continue
             self._write_text(block.text)
             if block.truncated:
                 self._write_note(block)
 
+    def _write_earlier(self, count: int, cursor: QTextCursor) -> None:
+        fmt = QTextCharFormat()
+        fmt.setForeground(self._muted)
+        fmt.setFontItalic(True)
+        fmt.setAnchor(True)
+        fmt.setAnchorHref(_EARLIER)
+        fmt.setFontUnderline(True)
+        plural = "answer" if count == 1 else "answers"
+        cursor.setBlockFormat(self._head_format(first=True))
+        cursor.insertText(f"{count} earlier {plural} — show them", fmt)
+
     def _start_block(self, block: AnswerBlock) -> AnswerBlock:
         self.blocks.append(block)
+        self._write_head(block, len(self.blocks))
+        return block
+
+    def _write_head(self, block: AnswerBlock, number: int) -> None:
         cursor = self._end_cursor()
-        fmt = QTextBlockFormat()
-        fmt.setTopMargin(14 if len(self.blocks) > 1 else 0)
-        fmt.setBottomMargin(4)
+        first = self.document().characterCount() <= 1
+        fmt = self._head_format(first)
         head = QTextCharFormat()
         head.setForeground(self._muted)
         head.setFontWeight(QFont.Weight.DemiBold)
         small = self.font().pointSizeF() * 0.8
         if small > 0:
             head.setFontPointSize(small)
-        if len(self.blocks) > 1:
-            cursor.insertBlock(fmt, head)
-        else:
+        if first:
             cursor.setBlockFormat(fmt)
-        title = f"ANSWER {len(self.blocks)}" + ("  ·  regenerated" if block.regenerated else "")
+        else:
+            cursor.insertBlock(fmt, head)
+        title = f"ANSWER {number}" + ("  ·  regenerated" if block.regenerated else "")
         if block.retracted is not None:
             why = "the question went on" if block.retracted == "continued" else "withdrawn"
             head.setFontItalic(True)
             cursor.insertText(f"{title}  ·  taken back ({why}): {_first_words(block.text)}", head)
-            return block
+            self._heads.append(cursor.block())
+            return
         cursor.insertText(title, head)
+        self._heads.append(cursor.block())
         self._list = None
         self._list_style = None
         self._open_line()
-        return block
+
+    @staticmethod
+    def _head_format(first: bool) -> QTextBlockFormat:
+        fmt = QTextBlockFormat()
+        fmt.setTopMargin(0 if first else 14)
+        fmt.setBottomMargin(4)
+        return fmt
 
     def _open_line(self) -> None:
         cursor = self._end_cursor()

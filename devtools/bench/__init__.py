@@ -28,6 +28,16 @@ def run_bench(settings: Settings, args: argparse.Namespace) -> int:
 
         answers.run(settings, args)
         return 0
+    if args.bench == "soak":
+        from devtools.bench import soak
+
+        soak.run(settings, args)
+        return 0
+    if args.bench == "paint":
+        from devtools.bench import paint
+
+        paint.run(args)
+        return 0
     if args.bench == "signals":
         from devtools.bench import signals
 
