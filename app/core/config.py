@@ -124,6 +124,12 @@ class LanguageWords(_Section):
     are none."""
     thinking_words: list[str] = Field(default_factory=list)
     """A question trailing off in one of these ("and", "so", 然后) is a thinking pause."""
+    more_words: list[str] = Field(default_factory=list)
+    """Markers of more to come ("actually", "I mean", 另外): a text ending in one, its
+    final punctuation aside ("What is TCP? Actually."), is a thinking pause too.  The
+    recogniser closes a marker with a full stop as readily as a question, so the full stop
+    says nothing; a "?" after it does ("…, actually?" asks).  A one-word marker counts
+    after a clause boundary only ("How well?" is no marker, "…? Well," is)."""
     fillers: list[str] = Field(default_factory=list)
     """Dropped when comparing questions ("um", 嗯, 那个)."""
 
@@ -135,6 +141,7 @@ DEFAULT_WORDS: dict[str, dict[str, list[str]]] = {
         "final_particles": [],
         "question_words": [],
         "thinking_words": ["and", "so", "but", "or", "because", "like", "then", "um", "uh", "the", "a"],
+        "more_words": ["actually", "sorry", "i mean", "or rather", "and also", "well", "also"],
         "fillers": ["um", "uh", "erm", "er", "ah", "hmm", "mm"],
     },
     "zh": {
@@ -142,6 +149,7 @@ DEFAULT_WORDS: dict[str, dict[str, list[str]]] = {
         "final_particles": ["吗", "呢", "吧"],
         "question_words": ["什么", "怎么", "为什么", "哪", "多少"],
         "thinking_words": ["然后", "所以", "但是", "还有", "就是"],
+        "more_words": ["还有", "另外", "就是说", "我的意思是"],
         "fillers": ["嗯", "呃", "啊", "那个"],
     },
 }
@@ -164,6 +172,12 @@ class TurnConfig(_Section):
     rules' question wait when the text ended in "?" twice in a row."""
     endpoint_incomplete_ms: int = Field(default=1200, ge=100, le=20000)
     """Signals say more words are coming: the commercial endpointers' long fallback."""
+    endpoint_confirmed_ms: int = Field(default=400, ge=50, le=10000)
+    """Signals are unsure, but the guess sent at the pause is what every pass since the
+    voice stopped heard: in low-latency mode its answer is ready and held, so the turn
+    ends after this much silence instead of the unsure wait (the interviewer's own longer
+    pauses still stretch it).  A question that goes on after it is withdrawn, as after any
+    early end (decision 0032)."""
     speculate_lead_ms: int = Field(default=600, ge=0, le=10000)
     """When more words are expected, guess this long before the endpoint: longer than a
     relayed answer's first token takes, so it is there when the endpoint fires (decision 0005)."""

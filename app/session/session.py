@@ -238,6 +238,8 @@ class Session:
     def _set_low_latency(self, on: bool) -> None:
         if self._engine is not None:
             self._engine.set_low_latency(on)
+        if self._voices is not None:
+            self._voices.interviewer.set_low_latency(on)
         self.settings.answer.low_latency = on
 
     def _use_engine(self, engine: AnswerEngine) -> None:

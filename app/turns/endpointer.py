@@ -86,6 +86,16 @@ class OpenTurn:
     words_logp: float | None = None
     sound_audio_end: float = -1.0
     sound_p: float | None = None
+    guess_key: tuple[str, ...] | None = None
+    """The newest guess sent: the question the answer held back was written for."""
+    heard_since_stop: list[tuple[str, ...]] = field(default_factory=list)
+    """What each current pass since the voice last stopped heard (question keys)."""
+
+    @property
+    def guess_confirmed(self) -> bool:
+        """Every pass since the voice stopped heard the question the newest guess asked."""
+        return (self.guess_key is not None and bool(self.heard_since_stop)
+                and all(k == self.guess_key for k in self.heard_since_stop))
 
     def reaches_voice_end(self, audio_end: float) -> bool:
         """Does audio up to ``audio_end`` cover all the voice so far?  (Frame times are sums
@@ -124,6 +134,7 @@ class Endpointer:
         """Lengths (ms) of the interviewer's latest pauses inside a question."""
         self._expect_words = False
         self._pass_coming = False
+        self._guesses_held = True
 
     def expect_words(self, expected: bool) -> None:
         """The words model is loaded and scores current partials: until its score for the
@@ -134,6 +145,17 @@ class Endpointer:
         """A recognition pass is running or wanted: its partial will be current, or it
         will be the final; a guess on words heard before the pause waits for it."""
         self._pass_coming = coming
+
+    def guesses_held(self, held: bool) -> None:
+        """Low-latency mode: a guess's answer is written before the turn is confirmed and
+        held until it is, so an unsure turn whose guess every later pass confirms may end
+        sooner (decision 0032).  On by default, as the mode."""
+        self._guesses_held = held
+
+    @property
+    def holds_guesses(self) -> bool:
+        """See :meth:`guesses_held`."""
+        return self._guesses_held
 
     @property
     def config(self) -> TurnConfig:
@@ -150,6 +172,7 @@ class Endpointer:
         self._end_words = [w.lower() for w in lists.end_words]
         self._tags = tags_of(self._end_words)
         self._thinking = [w.lower() for w in lists.thinking_words]
+        self._more = [w.lower().strip() for w in lists.more_words if w.strip()]
         self._particles = [w.lower() for w in lists.final_particles]
         self._question_words = [w.lower() for w in lists.question_words]
 
@@ -172,6 +195,8 @@ class Endpointer:
             gap = t_end - FRAME_MS / 1000 - turn.last_voiced_end
             if gap * 1000 >= self._cfg.speculate_min_pause_ms - _EPS:
                 self._pauses.append(gap * 1000)  # they went on after it: a pause inside the turn
+            if t_end > turn.last_voiced_end + _EPS:
+                turn.heard_since_stop.clear()  # passes before this voice heard less
             turn.last_voiced_end = max(turn.last_voiced_end, t_end)
 
     def partial(self, turn_id: int, text: str, stable: str, audio_end: float, now: float) -> list[Decision]:
@@ -180,6 +205,8 @@ class Endpointer:
             return []
         turn.text, turn.stable, turn.partial_audio_end = text, stable, audio_end
         turn.question_streak = turn.question_streak + 1 if self.question_like(text) else 0
+        if turn.heard_all:
+            turn.heard_since_stop.append(self.key(text))
         return self._decide(now)
 
     def no_words(self, turn_id: int, audio_end: float) -> None:
@@ -249,6 +276,7 @@ class Endpointer:
                 if key in turn.speculated:
                     continue  # these words were guessed already
                 turn.speculated.add(key)
+                turn.guess_key = key
             elif isinstance(decision, Endpoint):
                 self._turn = None
             decisions.append(decision)
@@ -262,7 +290,7 @@ class Endpointer:
             tag=self.ends_with_end_word(text) or self._ends_with(text, self._particles),
             question=(text.rstrip().endswith(("?", "？"))
                       or self._holds_question_word(text)),
-            trailing=self.trails_off(text),
+            trailing=self.trails_off(text) or self.announces_more(text),
             question_streak=turn.question_streak)
 
     def learned_pause_ms(self) -> float | None:
@@ -325,6 +353,28 @@ class Endpointer:
             return False  # a finished sentence is no thinking pause
         return self._ends_with(stripped, self._thinking)
 
+    def announces_more(self, text: str) -> bool:
+        """Ends in a marker of more to come ("What is TCP? Actually.", "…吗？另外"): a
+        thinking pause, whatever the recogniser's full stop says; not when a "?" closes the
+        marker ("…, actually?" asks).  A one-word marker follows a clause boundary or
+        opens the text ("How well?" is no marker); a longer one, or a Chinese one, may
+        follow anything."""
+        stripped = text.strip()
+        if not stripped or stripped.endswith(("?", "？")):
+            return False
+        bare = _TRAILING_PUNCT.sub("", stripped.lower())
+        for marker in self._more:
+            if not bare.endswith(marker):
+                continue
+            head = bare[: len(bare) - len(marker)]
+            if is_cjk(marker[0]) or not head:
+                return True
+            if not head[-1].isspace() and head[-1] not in _BOUNDARY:
+                continue  # inside a longer word: "farewell"
+            if " " in marker or head.rstrip()[-1:] in _BOUNDARY:
+                return True
+        return False
+
     def key(self, text: str) -> tuple[str, ...]:
         """Guesses are deduplicated by the one "same question" rule."""
         return question_key(text, self._fillers, self._tags)
@@ -372,7 +422,9 @@ class SignalsPolicy:
         words = turn.words_logp if scored else None
         sound = turn.sound_p if turn.reaches_voice_end(turn.sound_audio_end) else None
         pending = ep.expecting_words and not scored
-        return decide(ep.config, ep.cues(turn), Evidence(words, sound, words_pending=pending),
+        confirmed = ep.holds_guesses and turn.guess_confirmed
+        return decide(ep.config, ep.cues(turn),
+                      Evidence(words, sound, words_pending=pending, guess_confirmed=confirmed),
                       ep.learned_pause_ms())
 
     def guesses_ahead(self, ep: Endpointer) -> bool:

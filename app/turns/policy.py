@@ -13,7 +13,10 @@ A sum of +1 or more is *complete* (end after a short silence, ~250 ms), -1 or le
 *incomplete* (long wait), between is *uncertain*: the middle wait, but never longer than
 the text rules would wait for the same text (400 ms after "?" or a tag twice in a row):
 doubt is no evidence that more words are coming, so it never makes a question wait
-longer than the rules did; the interviewer's own longer pauses still stretch it.  A trailing and/so/um…
+longer than the rules did, and once the guess sent at the pause is held with its answer
+ready and every pass since the voice stopped heard that same question, words the model
+only doubts (above ``words_incomplete_logp``) wait ``endpoint_confirmed_ms`` at most
+(decision 0032); the interviewer's own longer pauses still stretch it.  A trailing and/so/um…
 (a thinking pause) overrides the sum: the longest wait.  With no model signal at all
 (not installed, failed to load, a language it was not checked on, or not scored yet)
 the text rules decide: "?" or a tag twice in a row → the question wait, else the silence
@@ -81,6 +84,10 @@ class Evidence:
     sound_p: float | None = None
     words_pending: bool = False
     """The words model is scoring this text right now (its result is one call away)."""
+    guess_confirmed: bool = False
+    """The guess sent at this pause is held with its answer ready (low-latency mode), and
+    every pass since the voice stopped heard the same question: an unsure verdict waits
+    ``endpoint_confirmed_ms`` at most (decision 0032)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,6 +141,12 @@ def decide(cfg: TurnConfig, cues: TextCues, evidence: Evidence,
     if score <= -1.0 + 1e-9:
         return _wait(cfg, "incomplete", cfg.endpoint_incomplete_ms, score)
     middle = min(float(cfg.endpoint_uncertain_ms), rules.endpoint_ms)  # unsure is no reason to wait longer
+    doubted = evidence.words_logp is not None and evidence.words_logp > cfg.words_incomplete_logp
+    if evidence.guess_confirmed and doubted:
+        # its answer is ready, and the words are doubted, not called unfinished ("What is
+        # it?" for "What is a…", where only the "?" lifts the sum): a question that goes
+        # on costs a withdrawal
+        middle = min(middle, float(cfg.endpoint_confirmed_ms))
     if learned_pause_ms is not None:
         middle = max(middle, min(LEARNED_PAUSE_FACTOR * learned_pause_ms, cfg.endpoint_incomplete_ms))
     return _wait(cfg, "uncertain", middle, score)
