@@ -61,3 +61,21 @@ def test_a_corpus_you_have_is_put_over_room_tone(tmp_path: Path) -> None:
     assert len(samples) == 16_000
     rms_db = 20 * np.log10(np.sqrt(np.mean(samples**2)) / 32768)
     assert -45.0 < rms_db < -39.0
+
+
+def test_no_pauses_says_a_question_in_parts_in_one_breath(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(heldout, "QUESTIONS", ((("Have you used Rust?", "I mean at work."), "flite:slt"),))
+    heldout.build(tmp_path, pauses_within=False)
+    clip, = load_corpus(tmp_path)
+    assert clip.text == "Have you used Rust? I mean at work." and clip.pauses == ()
+    _, end = speech_bounds(clip.path, LOUD)
+    assert abs(end - clip.speech_end_s) < 0.02
+
+
+def test_the_held_out_set_has_24_questions_said_in_one_breath() -> None:
+    """Enough questions with no deliberate pause for a p95 and a hit rate that one clip
+    does not swing by 6 points (issue 45), each question once."""
+    texts = [" ".join(parts) for parts, _ in heldout.QUESTIONS]
+    assert sum(len(parts) == 1 for parts, _ in heldout.QUESTIONS) >= 24
+    assert len(set(texts)) == len(texts)

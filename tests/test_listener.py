@@ -35,6 +35,7 @@ from app.core.events import (
 )
 from app.session.listener import Listener, ListenerOptions
 from app.turns.signals import SignalRequest, SignalResult, TurnSignals
+from devtools.bench.baselines import TonePassListening
 from devtools.bench.corpus import wer, words
 from tests.hooks import StandaloneHooks
 from tests.speech import concat, speech_bounds, synth, trimmed, write_wav
@@ -149,7 +150,9 @@ def test_the_pass_over_the_hangover_waits_for_the_verdict_on_the_words_of_the_pa
     """The guess waits for the words model's verdict on the words the guess's pass heard;
     the pass over the hangover waits for no request, so it starts after that verdict
     instead of taking the CPU from it (decision 0024).  The words model is made slow, and
-    the replay half as fast as real time, so that the order shows."""
+    the replay half as fast as real time, so that the order shows.  Since decision 0033
+    the product has no pass over the hangover once the guess's pass heard the voice end:
+    the ``tone-pass`` baseline, which still runs it, is what shows the order."""
     verdicts: list[tuple[float, float]] = []
     passes: list[tuple[float, bool]] = []
 
@@ -176,7 +179,7 @@ def test_the_pass_over_the_hangover_waits_for_the_verdict_on_the_words_of_the_pa
             return hypothesis
 
     replay(Watched(), synth("Tell me about a project you are proud of.", lead_s=0.5, tail_s=1.5),  # type: ignore[arg-type]
-           speed=0.5, turn_signals=load)
+           speed=0.5, turn_signals=load, options=ListenerOptions(TonePassListening()))
     last = max(i for i, (_, paused) in enumerate(passes) if paused)  # the pass over the hangover
     assert last > 0, passes
     # the pass before it heard all the voice (the guess's, or a partial that ended with it)
@@ -326,3 +329,21 @@ def test_cli_reports_a_missing_file_clearly(tmp_path: Path) -> None:
                          capture_output=True, text=True, timeout=60)
     assert out.returncode == 2, out.stderr
     assert out.stderr.splitlines() == [f"error: {missing}: audio file not found"]
+
+
+@pytest.mark.parametrize("low_latency", [True, False])
+def test_only_low_latency_mode_holds_guesses_ready(decoder: WhisperDecoder, tmp_path: Path,
+                                                    low_latency: bool) -> None:
+    """An unsure turn may end sooner only when its guess's answer is held ready, which is
+    low-latency mode (decision 0032): the listener tells its endpointer, also when the
+    mode is switched while listening."""
+    clip = tmp_path / "silence.wav"
+    write_wav(clip, np.zeros(16_000, dtype=np.int16))
+    settings = Settings()
+    settings.answer.low_latency = low_latency
+    clock = SessionClock()
+    listener = Listener(FileSource(clip, clock), decoder, settings, EventBus(), clock, StandaloneHooks(None),
+                        ListenerOptions())
+    assert listener._endpointer.holds_guesses is low_latency
+    listener.set_low_latency(not low_latency)
+    assert listener._endpointer.holds_guesses is not low_latency

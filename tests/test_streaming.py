@@ -20,6 +20,7 @@ from app.core.clock import SessionClock
 from app.core.config import AsrConfig
 from app.core.events import ErrorEvent, FinalEvent, LanguageEvent, PartialEvent
 from tests.hooks import RecognitionRecorder
+from tests.noise import mix, pink_noise
 from tests.patience import NEVER_S
 from tests.speech import read_wav, synth
 
@@ -163,14 +164,21 @@ def test_a_reused_final_that_settles_the_language_returns_it_with_the_final(deco
     assert rec.language == "en" and returned[1].reused  # type: ignore[union-attr]
 
 
+def _over_room_tone(audio: np.ndarray) -> np.ndarray:
+    """``audio`` over pink room tone at -42 dBFS (a quiet office), as the held-out sets have."""
+    return mix(audio, pink_noise(len(audio) / SAMPLE_RATE + 1, -42.0, seed=7)[:len(audio)], 0)
+
+
 def _passes_at_pause(spy: _SpyDecoder, silent_frames: int, *, guess_hangover_s: float,
                      talks_on: bool = False, recheck: Callable[[str], bool] | None = None,
-                     config: AsrConfig | None = None,
+                     config: AsrConfig | None = None, room_tone: bool = False,
+                     tone_passes: bool = False,
                      ) -> tuple[list[int], StreamingRecognizer, list[PartialEvent]]:
     """The whole question, then ``silent_frames`` unvoiced frames one by one (the listener's
     order: the frame is added, then the first one says "pause"), each pass let finish
-    before the next frame; ``talks_on``: a voiced frame after them.  Returns how many
-    frames past the last voiced one each pass heard, the recogniser and its partials."""
+    before the next frame; ``talks_on``: a voiced frame after them.  ``room_tone``: those
+    frames and the speech are over pink room tone instead of digital silence.  Returns how
+    many frames past the last voiced one each pass heard, the recogniser and its partials."""
     partials: list[PartialEvent] = []
 
     def keep(said: object) -> None:
@@ -179,10 +187,14 @@ def _passes_at_pause(spy: _SpyDecoder, silent_frames: int, *, guess_hangover_s: 
 
     rec = StreamingRecognizer(spy, config or AsrConfig(), SessionClock(),  # type: ignore[arg-type]
                               RecognitionRecorder(keep), hangover_s=0.09,
-                              guess_hangover_s=guess_hangover_s, periodic=False, recheck=recheck)
+                              guess_hangover_s=guess_hangover_s, periodic=False, recheck=recheck,
+                              tone_passes=tone_passes)
     speech = read_wav(synth("Why are you interested in this role?", lead_s=0.0, tail_s=0.0))
     voiced = -(-len(speech) // FRAME_SAMPLES)
-    frames = frames_of([speech, np.zeros(FRAME_SAMPLES * 8, dtype=np.int16)])
+    audio = np.concatenate([speech, np.zeros(FRAME_SAMPLES * 8, dtype=np.int16)])
+    if room_tone:
+        audio = _over_room_tone(audio)
+    frames = frames_of([audio])
 
     rec.start()
     try:
@@ -200,22 +212,84 @@ def _passes_at_pause(spy: _SpyDecoder, silent_frames: int, *, guess_hangover_s: 
     return [n // FRAME_SAMPLES - voiced for n in spy.heard], rec, partials
 
 
-def test_a_pause_is_decoded_for_the_guess_at_its_first_silent_frame_and_for_the_final_after_the_hangover(
-        decoder: WhisperDecoder) -> None:
-    silent_heard, rec, partials = _passes_at_pause(_SpyDecoder(decoder), 3, guess_hangover_s=0.03)
+@pytest.mark.parametrize("room_tone", [False, True], ids=["silence", "room-tone"])
+def test_a_pause_is_decoded_once_for_the_guess_and_that_pass_is_the_final(
+        decoder: WhisperDecoder, room_tone: bool) -> None:
+    """The guess's pass at the pause's first silent frame heard every voiced frame and the
+    voice end: the hangover's frames after it are unvoiced, room tone at most, which is no
+    evidence.  No pass decodes them, and the final is that pass, word for word, so the
+    final never disagrees with a guess made on the same voice (decision 0033)."""
+    silent_heard, rec, partials = _passes_at_pause(_SpyDecoder(decoder), 3, guess_hangover_s=0.03,
+                                                   room_tone=room_tone)
+    assert silent_heard == [1] and len(partials) == 1
+    final = rec.finalize(1)[-1]
+    assert isinstance(final, FinalEvent) and final.reused
+    assert final.text == partials[0].hypothesis
+    assert final.audio_end == pytest.approx(partials[0].audio_end)
+
+
+def test_the_tone_pass_baseline_decodes_the_hangover_again_for_the_final(decoder: WhisperDecoder) -> None:
+    """The benchmark's ``tone-pass`` baseline (the product before decision 0033): the pause
+    is decoded for the guess and again once the hangover's room tone is in; the final
+    reuses that second pass, and a turn ended before it was in decodes its final again."""
+    silent_heard, rec, partials = _passes_at_pause(_SpyDecoder(decoder), 3, guess_hangover_s=0.03,
+                                                   room_tone=True, tone_passes=True)
     assert silent_heard == [1, 3]
     assert len(partials) == 2 and partials[0].audio_end < partials[1].audio_end
     final = rec.finalize(1)[-1]
-    assert isinstance(final, FinalEvent) and final.reused  # the hangover's pass is the final
+    assert isinstance(final, FinalEvent) and final.reused
     assert final.audio_end == pytest.approx(partials[1].audio_end)
-
-
-def test_the_guess_pass_alone_is_no_final(decoder: WhisperDecoder) -> None:
-    """A turn ended before the hangover was in decodes its final again: the guess's pass
-    never heard the hangover."""
-    silent_heard, rec, partials = _passes_at_pause(_SpyDecoder(decoder), 2, guess_hangover_s=0.03)
+    silent_heard, rec, partials = _passes_at_pause(_SpyDecoder(decoder), 2, guess_hangover_s=0.03,
+                                                   room_tone=True, tone_passes=True)
     assert silent_heard == [1] and len(partials) == 1
     assert rec.finalize(1) == []  # a final pass is queued, nothing reused
+
+
+def test_a_turn_ended_before_the_hangover_is_the_guess_pass(decoder: WhisperDecoder) -> None:
+    """An endpoint before the hangover was in: the guess's pass heard the voice end, so it
+    is the final at once, no pass queued."""
+    silent_heard, rec, partials = _passes_at_pause(_SpyDecoder(decoder), 2, guess_hangover_s=0.03,
+                                                   room_tone=True)
+    assert silent_heard == [1] and len(partials) == 1
+    final = rec.finalize(1)[-1]
+    assert isinstance(final, FinalEvent) and final.reused and final.text == partials[0].hypothesis
+
+
+def test_a_final_queued_behind_the_guess_pass_reuses_it(decoder: WhisperDecoder) -> None:
+    """The turn ends while the guess's pass still decodes: the final waits for that pass
+    and is it (one decode in all), not a second pass over the same voice and more tone."""
+    held = _SpyDecoder(decoder, held=True)
+    finals: list[FinalEvent] = []
+    partials: list[PartialEvent] = []
+
+    def keep(said: object) -> None:
+        if isinstance(said, PartialEvent):
+            partials.append(said)
+
+    rec = StreamingRecognizer(held, AsrConfig(), SessionClock(),  # type: ignore[arg-type]
+                              RecognitionRecorder(keep, final=finals.append), hangover_s=0.09,
+                              guess_hangover_s=0.03, periodic=False)
+    speech = read_wav(synth("Why are you interested in this role?", lead_s=0.0, tail_s=0.0))
+    voiced = -(-len(speech) // FRAME_SAMPLES)
+    audio = np.concatenate([speech, np.zeros(FRAME_SAMPLES * 8, dtype=np.int16)])
+    frames = frames_of([_over_room_tone(audio)])
+    rec.start()
+    try:
+        rec.begin(1, frames[:voiced])
+        rec.add(frames[voiced], voiced=False)
+        rec.pause()  # the guess's pass: taken and held
+        assert held.entered.wait(NEVER_S)
+        for frame in frames[voiced + 1:voiced + 4]:  # the hangover's room tone
+            rec.add(frame, voiced=False)
+        assert rec.finalize(1) == []  # the pass has no words yet: the final is queued
+        held.release.set()
+        _until(lambda: bool(finals) and rec.idle())
+    finally:
+        held.release.set()
+        rec.stop()
+    assert [n // FRAME_SAMPLES - voiced for n in held.heard] == [1]
+    assert len(finals) == 1 and finals[0].reused and partials == []  # a turn over shows no partial
+    assert "interested" in finals[0].text.lower()
 
 
 def test_voice_back_before_the_hangover_cancels_its_pass(decoder: WhisperDecoder) -> None:
@@ -277,20 +351,23 @@ def test_only_a_pass_over_a_pause_rechecks_its_words(decoder: WhisperDecoder) ->
     pausing, _ = _run(decoder, speaker_pauses=True, recheck=_always)
     assert pausing.rechecked[:2] == [False, True]  # the held partial, then the pause's pass
     spy = _SpyDecoder(decoder)
-    _passes_at_pause(spy, 3, guess_hangover_s=0.03, recheck=_always)
-    assert spy.rechecked == [True, True]
+    _passes_at_pause(spy, 3, guess_hangover_s=0.03, recheck=_always, tone_passes=True)
+    assert spy.rechecked == [True, True]  # the guess's pass and the hangover's
 
 
 def test_a_recheck_beam_of_one_never_rechecks(decoder: WhisperDecoder) -> None:
     spy = _SpyDecoder(decoder)
-    _passes_at_pause(spy, 3, guess_hangover_s=0.03, recheck=_always, config=AsrConfig(recheck_beam=1))
+    _passes_at_pause(spy, 3, guess_hangover_s=0.03, recheck=_always, config=AsrConfig(recheck_beam=1),
+                     tone_passes=True)
     assert spy.rechecked == [False, False]
 
 
 def test_a_deferred_recogniser_holds_only_the_pass_over_the_hangover(decoder: WhisperDecoder) -> None:
     """The listener defers while the words model scores the words of a pause (their
     verdict is what the guess waits for): the guess's pass still runs, the pass over the
-    hangover waits until released, and a final never waits."""
+    hangover waits until released, and a final never waits.  Since decision 0033 the
+    product runs no pass over the hangover once the guess's pass heard the voice end, so
+    this runs the ``tone-pass`` baseline, which still does."""
     spy = _SpyDecoder(decoder)
     finals: list[FinalEvent] = []
 
@@ -300,7 +377,7 @@ def test_a_deferred_recogniser_holds_only_the_pass_over_the_hangover(decoder: Wh
 
     rec = StreamingRecognizer(spy, AsrConfig(), SessionClock(),  # type: ignore[arg-type]
                               RecognitionRecorder(keep), hangover_s=0.09, guess_hangover_s=0.03,
-                              periodic=False)
+                              periodic=False, tone_passes=True)
     speech = read_wav(synth("Why are you interested in this role?", lead_s=0.0, tail_s=0.0))
     voiced = -(-len(speech) // FRAME_SAMPLES)
     frames = frames_of([speech, np.zeros(FRAME_SAMPLES * 6, dtype=np.int16)])

@@ -5,11 +5,13 @@ snapshots the utterance *when it starts* a pass, so passes never queue behind ea
 other: if decoding falls behind, the next pass simply covers more audio.  A pause in
 speech asks for a pass once the hangover is in (that pass usually becomes the final,
 reused without a second decode), and, for a speaker whose words are guessed, one at its
-first silent frame before it; a final request jumps ahead of any partial.  A partial
-pass still running when such a pass starts waiting, over audio that ends before the
-speaker fell silent, is given up after its encoder: its words would be stale before they
-were shown, and the pass that heard everything (the guess, then the final) starts up to
-half a pass sooner.
+first silent frame before it; once a pass heard the voice end (all the voice and the
+silence after it), the hangover's audio is room tone, no evidence, and is not decoded:
+that pass is the final, word for word (decision 0033).  A final request jumps ahead of
+any partial.  A partial pass still running when such a pass starts waiting, over audio
+that ends before the speaker fell silent, is given up after its encoder: its words would
+be stale before they were shown, and the pass that heard everything (the guess, then the
+final) starts up to half a pass sooner.
 
 With the decoder's language "auto", every pass detects the language until one settles
 it for the session: a pass over at least ``LOCK_MIN_AUDIO_S`` of audio whose text passed
@@ -20,6 +22,7 @@ aside in a Chinese interview stays Chinese-decoded), and ``on_language`` hears i
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
@@ -38,6 +41,17 @@ from app.core.events import ErrorEvent, FinalEvent, LanguageEvent, PartialEvent,
 
 LOCK_MIN_AUDIO_S = 1.0
 LOCK_PROBABILITY = 0.5
+
+PARTIAL_SPACING = 1.0
+"""While the voice goes on, a partial pass starts no sooner than this many times the last
+pass's duration after it ended: partials take at most half of the decoding thread's time.
+On a quiet machine a pass (~60–100 ms) is far under the 300 ms cadence and nothing changes;
+beside a video call a slowed pass no longer runs back to back with the next, so a pause
+landing at a random instant finds a partial in progress half the time instead of always
+(the pass at the pause waits on average half as long for it), and the words model and the
+call keep a share of the cores.  The pause's passes and the final never wait for it.  1:
+halves that wait for at most twice the captions' cadence while the decoder is behind; more
+would stretch the captions further for an ever smaller gain (1/(1+k))."""
 
 
 
@@ -111,7 +125,8 @@ class StreamingRecognizer:
                  hooks: RecognitionHooks, *, hangover_s: float = 0.09, guess_hangover_s: float = 0.03,
                  reuse_final: bool = True, periodic: bool = True,
                  speaker: Speaker = "interviewer", worker: DecodeWorker | None = None,
-                 recheck: Callable[[str], bool] | None = None, moot_passes: bool = False) -> None:
+                 recheck: Callable[[str], bool] | None = None, moot_passes: bool = False,
+                 partial_spacing: float = PARTIAL_SPACING, tone_passes: bool = False) -> None:
         """``guess_hangover_s``: the silence a pause's pass for the guess waits for (not
         shorter than ``hangover_s``: no such pass, as for a speaker whose words are never
         guessed).
@@ -122,7 +137,12 @@ class StreamingRecognizer:
         ``config.recheck_beam`` (see :meth:`WhisperDecoder.decode`).  Passes while the
         voice goes on never do: their last word is still being said.
         ``moot_passes``: also run a pass that would add only silence to one that heard all
-        the voice (a benchmark's baseline; see :meth:`_adds_only_silence`)."""
+        the voice (a benchmark's baseline; see :meth:`_adds_only_silence`).
+        ``tone_passes``: also decode the hangover's room tone after a pass heard the voice
+        end, and make the final wait for that pass (a benchmark's baseline, the product
+        before decision 0033; see :meth:`_heard_voice_end`).
+        ``partial_spacing``: see :data:`PARTIAL_SPACING` (0: passes back to back, a
+        benchmark's baseline)."""
         self._decoder = decoder
         self._recheck = recheck
         self._cfg = config
@@ -133,6 +153,10 @@ class StreamingRecognizer:
         self._guess_hangover = guess_hangover_s
         self._reuse_final = reuse_final
         self._moot_passes = moot_passes
+        self._tone_passes = tone_passes
+        self._spacing = partial_spacing
+        self._next_partial_at = 0.0
+        """``time.monotonic()`` before which no partial pass starts (see :meth:`_spaced`)."""
         self._speaker: Speaker = speaker
         self.priority = 0 if speaker == "interviewer" else 1
         self._interval = config.partial_interval_ms / 1000 if periodic else float("inf")
@@ -205,8 +229,8 @@ class StreamingRecognizer:
         pass), and before that as soon as the guess's first silent audio is in.
 
         That first pass is for the guess: its words leave as soon as they are called
-        finished.  A guess the hangover's pass does not confirm word for word is never
-        shown, so a cut consonant costs a request, not a wrong answer."""
+        finished, and, as it heard the voice end, it is also the final unless voice comes
+        back (the hangover's pass then never runs: :meth:`_heard_voice_end`)."""
         with self._cond:
             utt = self._current
             if utt and utt.decoded_end < self._heard_until(utt) - 1e-6:  # no pass heard it all yet
@@ -268,7 +292,7 @@ class StreamingRecognizer:
             self._awaited = None
             utt.finalizing = True
             until = min(utt.end, self._heard_until(utt))
-            if self._reuse_final and utt.text and utt.decoded_end >= until - 1e-6:
+            if self._is_final(utt, until):
                 locked = self._lock_language(utt.language, utt.language_probability, final=True)
                 final = FinalEvent(t=self._clock.now(), turn=utt.number, text=utt.text,
                                    audio_end=utt.decoded_end, reused=True, speaker=self._speaker)
@@ -277,6 +301,22 @@ class StreamingRecognizer:
                 self._cond.notify_all()
                 return []
         return [locked, final] if locked else [final]
+
+    def _is_final(self, utt: _Utterance, until: float) -> bool:
+        """Is the newest pass with words the final of a turn whose audio ends at ``until``
+        (``cond`` held)?  Yes when it heard up to there, or heard the voice end: what
+        follows it up to ``until`` is room tone, no evidence (:meth:`_heard_voice_end`)."""
+        return bool(self._reuse_final and utt.text
+                    and (utt.decoded_end >= until - 1e-6 or self._heard_voice_end(utt)))
+
+    def _heard_voice_end(self, utt: _Utterance) -> bool:
+        """Did the newest pass with words hear every voiced frame *and* audio after the
+        last one (the pause's first silent frame, for the guess)?  Then what came after it
+        is what the VAD calls unvoiced: room tone, no evidence about the words.  Decoding it
+        again only lets the noise flip a word the voice did not ("…works in Java" / "…in
+        job"), and the guess made on that pass then misses (decision 0033).  A voiced
+        frame after the pass moves ``last_voiced_end`` past it: new voice, a new pass."""
+        return not self._tone_passes and utt.decoded_end > utt.last_voiced_end + 1e-6
 
     def resume(self, utterance: int, recent: list[AudioFrame]) -> bool:
         """The speaker went on after the endpoint: reopen the utterance just finalized.
@@ -332,7 +372,7 @@ class StreamingRecognizer:
             return None
         if self._pass_wanted and not self._moot_passes and self._adds_only_silence():
             self._pass_wanted = self._pause_pass_wanted = False
-        if not (self._finals or (self._pass_wanted and not self._holds_pass())):
+        if not (self._finals or (self._pass_wanted and not self._holds_pass() and not self._spaced())):
             return None
         final = self._finals.pop(0) if self._finals else None
         self._pass_wanted = self._pause_pass_wanted = False
@@ -342,21 +382,45 @@ class StreamingRecognizer:
             utt = self._current
             until = min(utt.end, self._heard_until(utt))
             # snapshot now: a pass never waits for newer audio, the next one covers it
-            job = partial(self._run_partial, utt, until, utt.audio(until))
+            job = partial(self._spaced_after, partial(self._run_partial, utt, until, utt.audio(until)))
         else:
             return None
         self._busy = True
         return partial(self._guarded, job)
 
     def _adds_only_silence(self) -> bool:
-        """Did the newest pass hear every voiced frame, and is the hangover not in yet?  A
-        pass now would hear the same words and less silence than the final's: the guess's
-        pass is moot when a partial pass taken just before the voice stopped heard it all,
-        and it would only slow down the words model scoring that partial (on two cores
-        each makes the other ~20 ms slower), which is what the guess now waits for."""
+        """Did the newest pass hear every voiced frame, and is the hangover not in yet, or
+        did it hear the voice end?  A pass now would hear the same words and less silence
+        than the final's: the guess's pass is moot when a partial pass taken just before
+        the voice stopped heard it all, and it would only slow down the words model
+        scoring that partial (on two cores each makes the other ~20 ms slower), which is
+        what the guess now waits for.  The hangover's pass is moot once a pass heard the
+        voice end: it would add only room tone, and that pass is the final
+        (:meth:`_heard_voice_end`)."""
         utt = self._current
         return (utt is not None and utt.voice_heard_by(utt.decoded_end)
-                and utt.end < self._heard_until(utt) - 1e-6)
+                and (utt.end < self._heard_until(utt) - 1e-6 or self._heard_voice_end(utt)))
+
+    def _spaced(self) -> bool:
+        """A partial pass while the voice goes on, due before the last pass's rest is over
+        (:data:`PARTIAL_SPACING`)?  Never the pause's pass."""
+        return not self._pause_pass_wanted and time.monotonic() < self._next_partial_at
+
+    def ready_at(self) -> float | None:
+        """When a partial held by :meth:`_spaced` becomes due (``time.monotonic()``), for
+        the worker to wake up then; None when nothing is held (``cond`` held)."""
+        held = self._pass_wanted and not self._busy and self._spaced()
+        return self._next_partial_at if held else None
+
+    def _spaced_after(self, job: Job) -> None:
+        """Run a pass, then hold the next partial for as long as it took, times the spacing."""
+        start = time.monotonic()
+        try:
+            job()
+        finally:
+            end = time.monotonic()
+            with self._cond:
+                self._next_partial_at = end + self._spacing * (end - start)
 
     def _holds_pass(self) -> bool:
         """Deferred, and a pass already heard this pause: the next one is the hangover's."""
@@ -431,7 +495,9 @@ class StreamingRecognizer:
 
     def _run_final(self, job: _FinalJob) -> None:
         utt = job.utterance
-        reused = bool(self._reuse_final and utt.text and utt.decoded_end >= job.until - 1e-6)
+        with self._cond:  # the pass the final was queued behind may have heard it all
+            reused = self._is_final(utt, job.until)
+            heard = utt.decoded_end if reused else job.until
         text, language, probability = utt.text, utt.language, utt.language_probability
         if not reused:
             decoded, hyp = self._decode(utt.audio(job.until), paused=True)
@@ -445,4 +511,4 @@ class StreamingRecognizer:
             if locked:
                 self._hooks.on_language(locked)
             self._hooks.on_final(FinalEvent(t=self._clock.now(), turn=utt.number, text=text,
-                                      audio_end=job.until, reused=reused, speaker=self._speaker))
+                                      audio_end=heard, reused=reused, speaker=self._speaker))

@@ -10,8 +10,11 @@ the candidate's; the candidate's captions lag instead.
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable
-from typing import Protocol
+from typing import Protocol, runtime_checkable
+
+from app.platform import priority
 
 Job = Callable[[], None]
 
@@ -25,6 +28,14 @@ class Client(Protocol):
 
     def job_done(self) -> None:
         """The job taken last has finished (successfully or not); ``cond`` held."""
+
+
+@runtime_checkable
+class Holding(Protocol):
+    """A client that may hold a job back until a time (a partial pass spaced out)."""
+
+    def ready_at(self) -> float | None:
+        """``time.monotonic()`` when a held job becomes due, or None; ``cond`` held."""
 
 
 class DecodeWorker:
@@ -58,12 +69,16 @@ class DecodeWorker:
         self.cond.notify_all()
 
     def _work(self) -> None:
+        with priority.for_thread("decode"):
+            self._serve()
+
+    def _serve(self) -> None:
         me = threading.current_thread()
         while True:
             with self.cond:
                 found = self._next()
                 while found is None and self._thread is me:
-                    self.cond.wait()
+                    self.cond.wait(self._until_due())
                     found = self._next()
                 if self._thread is not me or found is None:
                     return
@@ -73,6 +88,11 @@ class DecodeWorker:
             finally:
                 with self.cond:
                     client.job_done()
+
+    def _until_due(self) -> float | None:
+        """Seconds until the first job a client holds back becomes due (None: none is held)."""
+        due = [t for c in self._clients if isinstance(c, Holding) and (t := c.ready_at()) is not None]
+        return max(0.0, min(due) - time.monotonic()) if due else None
 
     def _next(self) -> tuple[Client, Job] | None:
         for client in self._clients:

@@ -10,6 +10,8 @@ from typing import Protocol
 import numpy as np
 import numpy.typing as npt
 
+from app.platform.priority import in_thread
+
 SAMPLE_RATE = 16_000
 FRAME_MS = 30
 FRAME_SAMPLES = SAMPLE_RATE * FRAME_MS // 1000  # 480: a size webrtcvad accepts
@@ -84,7 +86,8 @@ class ThreadedSource:
         if self._thread is not None:
             raise RuntimeError(f"{type(self).__name__}.start() called twice")
         self._warn = on_warning if on_warning is not None else on_error
-        self._thread = threading.Thread(target=self._run, args=(on_frame, on_error),
+        # ahead of a video call on the cores, where the OS lets us (app.platform.priority)
+        self._thread = threading.Thread(target=in_thread("audio", self._run), args=(on_frame, on_error),
                                         name=f"audio:{self.name}", daemon=True)
         self._thread.start()
 

@@ -99,8 +99,10 @@ def _command(argv: list[str]) -> int:
         parser.error(f"{args.command} takes its own options: put it first "
                      f"(interview-copilot {args.command} --help)")
     from app.platform.cores import limit_numpy_threads
+    from app.platform.priority import raise_process
 
     limit_numpy_threads()
+    raise_process()  # ahead of a video call on the same cores (Windows; see the module)
     if getattr(args, "trace_text", False):
         _say(TRACE_TEXT_WARNING[getattr(args, "trace", None)])
     if getattr(args, "list_devices", False):
@@ -484,16 +486,25 @@ def _parser() -> argparse.ArgumentParser:
                                 "no-defer (the final's pass beside the words model's verdict), "
                                 "no-system (the words model without its template's system message), "
                                 "moot-pass (the guess's pass after one that heard all the voice), "
+                                "tone-pass (the hangover's room tone decoded again for the final), "
                                 "own-core (the verdict the guess waits for on one thread), "
+                                "unspaced (slow partial passes back to back, before issue 44), "
                                 "held-spares (two spare connections, held while a re-warm connects), "
                                 "blas-threads (numpy's BLAS on every core, as before decision 0028), "
                                 "product (the defaults; was ours); MODE@SECTION.KEY=VALUE changes "
                                 "a setting (product@vad.hangover_ms=30)")
             b.add_argument("--candidate-track", default="off", metavar="off,reply,echo,overlap",
                            help="the candidate's side of the call, one run per variant")
+            b.add_argument("--load", metavar="SET[,SET]",
+                           help="also replay every clip under each load SET, in the same sitting (ABBA "
+                                "order, each mode reported as MODE~SET with its ratio to MODE unloaded): "
+                                "N = N processes spinning on a core each; call (or callN) = one (N) "
+                                "video-call-like process, 60%% of a core in 20 ms bursts")
             b.add_argument("--local", action="store_true", help="against the embedded local LLM")
         if name == "glossary":
             b.add_argument("--repeats", type=int, default=3, help="passes per clip, with and without")
+            b.add_argument("--budgets", help="comma-separated token budgets for the terms, interleaved "
+                                             "with no steering (default: the glossary's MAX_PIECES)")
             b.add_argument("--glossary", help="comma-separated terms ahead of the documents' "
                                               "(default: [asr] glossary)")
     for name, helptext in (("recall", "résumé recall: is the right line first (devtools/bench/know)"),
@@ -501,6 +512,20 @@ def _parser() -> argparse.ArgumentParser:
         b = bench_sub.add_parser(name, help=helptext)
         b.add_argument("--out", default="bench-out", help="folder for the JSON summary")
         b.add_argument("--limit", type=int, help="only the first N questions (of each set)")
+    soak = bench_sub.add_parser("soak", help="an hour in one process: memory, threads, files, CPU, latency")
+    soak.add_argument("--corpus", help="folder with session.wav and manifest.json (none with --room-only)")
+    soak.add_argument("--minutes", type=float, default=45.0, help="length of the replay (real time)")
+    soak.add_argument("--silence-minutes", type=float, default=3.0,
+                      help="each of the two room-tone stretches")
+    soak.add_argument("--room-db", type=float, default=-42.0, help="room tone level, dBFS")
+    soak.add_argument("--room-only", action="store_true", help="nothing but room tone (the empty room)")
+    soak.add_argument("--sample-s", type=float, default=5.0, help="seconds between samples")
+    soak.add_argument("--profile", default="relay", help="test server profile (relay, instant, local)")
+    soak.add_argument("--out", default="bench-out", help="folder for the JSON summary")
+    paint = bench_sub.add_parser("paint", help="the answer pane: a token of answer 100 against answer 1")
+    paint.add_argument("--answers", type=int, default=100, help="answers streamed into the pane")
+    paint.add_argument("--keep", type=int, help="answers the paged pane keeps live (default: the pane's)")
+    paint.add_argument("--out", default="bench-out", help="folder for the JSON summary")
     sub.add_parser("self-test", help="check the installed app works (--json, --only NAME[,NAME])")
     sub.add_parser("doctor", help="check audio, ASR and the LLM endpoint, and say what to fix (--help)",
                    add_help=False)

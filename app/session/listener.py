@@ -42,7 +42,7 @@ import numpy as np
 import numpy.typing as npt
 
 from app.asr.decoder import WhisperDecoder
-from app.asr.streaming import StreamingRecognizer
+from app.asr.streaming import PARTIAL_SPACING, StreamingRecognizer
 from app.asr.worker import DecodeWorker
 from app.audio.echo import UTTERANCE_ECHO_SHARE, EchoGate
 from app.audio.frames import AudioFrame, AudioSource
@@ -144,8 +144,20 @@ class Listening(Protocol):
         ...
 
     @property
+    def decodes_room_tone(self) -> bool:
+        """The hangover's room tone is decoded again after a pass heard the voice end, and
+        the final waits for that pass (decision 0033)."""
+        ...
+
+    @property
     def lends_core(self) -> bool:
         """The verdict the recogniser waits for may borrow its idle core (decision 0029)."""
+        ...
+
+    @property
+    def partial_spacing(self) -> float:
+        """A slow partial pass rests this many times its duration before the next (see
+        :data:`app.asr.streaming.PARTIAL_SPACING`)."""
         ...
 
     def signals(self, loaded: TurnSignals) -> TurnSignals:
@@ -184,8 +196,16 @@ class ProductListening:
         return False
 
     @property
+    def decodes_room_tone(self) -> bool:
+        return False
+
+    @property
     def lends_core(self) -> bool:
         return True
+
+    @property
+    def partial_spacing(self) -> float:
+        return PARTIAL_SPACING
 
     def signals(self, loaded: TurnSignals) -> TurnSignals:
         return loaded
@@ -239,13 +259,15 @@ class Listener:
         self._continuation_s = turns.continuation_window_ms / 1000 if options.asks else 0.0
         self._vad = VoiceDetector(settings.vad)
         self._endpointer = listening.endpointer(turns, settings.asr.language, turns.all_words("fillers"))
+        self._endpointer.guesses_held(settings.answer.low_latency)
         vad = settings.vad  # only the interviewer's words are guessed: a pass for the guess is theirs
         self._recognizer = StreamingRecognizer(
             decoder, settings.asr, clock, self, hangover_s=vad.hangover_ms / 1000,
             guess_hangover_s=(vad.guess_hangover_ms if options.asks else vad.hangover_ms) / 1000,
             reuse_final=listening.reuses_final, periodic=echo is None, speaker=options.speaker, worker=worker,
             recheck=self._endpointer.trails_off if options.asks else None,
-            moot_passes=listening.decodes_moot_passes)
+            moot_passes=listening.decodes_moot_passes, partial_spacing=listening.partial_spacing,
+            tone_passes=listening.decodes_room_tone)
         self._meter = LevelMeter(clock, speaker=options.speaker)
         scored = options.asks and listening.scores and hooks.scores_turns
         self._signals = SignalWorker(lambda: listening.signals(hooks.turn_signals()), self._on_signals,
@@ -300,6 +322,12 @@ class Listener:
         while not self._recognizer.idle() and time.monotonic() < deadline:
             time.sleep(0.01)
         return True
+
+    def set_low_latency(self, on: bool) -> None:
+        """Low-latency mode turned on or off: only with it is a guess's answer held ready,
+        which lets an unsure turn that every pass confirms end sooner (decision 0032)."""
+        with self._lock:
+            self._endpointer.guesses_held(on)
 
     def answer_now(self) -> None:
         self._decide(lambda: self._endpointer.force(self._audio_now))

@@ -21,6 +21,7 @@ import numpy.typing as npt
 
 from app.core.config import TurnConfig
 from app.platform.cores import WORDS_THREADS
+from app.platform.priority import in_thread
 from app.turns.sound import SmartTurn, SoundUnavailable
 from app.turns.words import WordsScorer, WordsUnavailable
 
@@ -130,7 +131,9 @@ class SignalWorker:
 
     def start(self) -> None:
         self._running = True
-        self._thread = threading.Thread(target=self._run, name="turn-signals", daemon=True)
+        # ahead of a video call on the cores, where the OS lets us (app.platform.priority)
+        self._thread = threading.Thread(target=in_thread("decode", self._run), name="turn-signals",
+                                        daemon=True)
         self._thread.start()
 
     def stop(self, timeout: float = 5.0) -> None:

@@ -144,6 +144,16 @@ class MootPassListening(ProductListening):
         return True
 
 
+class TonePassListening(ProductListening):
+    """Mode ``tone-pass``: after the guess's pass heard the voice end, the pause is decoded
+    again once the hangover's room tone is in, and the final is that pass or a new one (the
+    product before decision 0033): the noise alone could change the guessed words."""
+
+    @property
+    def decodes_room_tone(self) -> bool:
+        return True
+
+
 class OwnCoreListening(ProductListening):
     """Mode ``own-core``: the verdict the guess waits for runs on the words model's one
     thread, as before decision 0029, even while the recogniser's core is idle."""
@@ -151,6 +161,15 @@ class OwnCoreListening(ProductListening):
     @property
     def lends_core(self) -> bool:
         return False
+
+
+class UnspacedListening(ProductListening):
+    """Mode ``unspaced``: partial passes back to back however slow they get, as before
+    issue 44 (no rest after a slow pass; see :data:`app.asr.streaming.PARTIAL_SPACING`)."""
+
+    @property
+    def partial_spacing(self) -> float:
+        return 0.0
 
 
 class NoSystemListening(ProductListening):

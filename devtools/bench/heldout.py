@@ -1,14 +1,20 @@
 """A held-out corpus: questions, voices and a synthesizer the dev corpora never used.
 
 The product is judged on voices and questions nobody tuned it on; the dev corpora are
-espeak-ng only.  This writes a corpus in their format (WAVs + ``manifest.json``) from 16
-new interview questions spoken by flite's four English voices and five espeak-ng variants,
+espeak-ng only.  This writes a corpus in their format (WAVs + ``manifest.json``) from 28
+new interview questions spoken by flite's four English voices and eleven espeak-ng variants,
 four of them going on after a 0.5 s pause ("Have you ever worked with Kubernetes? … I mean
 in production, not just tutorials."), optionally over pink room tone::
 
     python -m devtools.bench.heldout /tmp/heldout/en
     python -m devtools.bench.heldout /tmp/heldout/en-noisy --noise-dbfs -42
     interview-copilot bench turns --corpus /tmp/heldout/en --modes rules,product
+
+``--no-pauses`` speaks those four in one breath too, so every one of the 28 is a question
+with no deliberate pause (what a set without thinking pauses measures: hits, requests per
+turn, withdrawn answers that no pause explains)::
+
+    python -m devtools.bench.heldout /tmp/heldout/en-noisy-28 --noise-dbfs -42 --no-pauses
 
 ``--over CORPUS`` puts a corpus you already have (``dev-zh``, whose one voice no other
 synthesizer here speaks) in a room it never had: the same clips and manifest over pink
@@ -48,16 +54,31 @@ QUESTIONS: tuple[tuple[tuple[str, ...], str], ...] = (
     (("Do you prefer working alone or in a team?", "And why?"), "flite:rms"),
     (("Where would you start if a web page loads slowly?",), "espeak:en-gb-x-rp+Mr serious"),
     (("What are you most proud of in your last role?",), "flite:awb"),
+    # 17-28 (added for issue 45): one breath each; flite's voices and six new espeak-ng variants
+    (("How do you decide when a piece of code needs a refactor?",), "flite:kal16"),
+    (("What is the difference between TCP and UDP?",), "espeak:en-us+f2"),
+    (("Tell me about a time you missed a deadline.",), "flite:slt"),
+    (("How would you find a memory leak in a running service?",), "espeak:en-gb-scotland+m3"),
+    (("What does a good code review look like to you?",), "flite:rms"),
+    (("Why did you pick Python for your last project?",), "espeak:en-029+m1"),
+    (("How do you test code that talks to a database?",), "flite:awb"),
+    (("What would you change about your current team's process?",), "espeak:en-us-nyc+f4"),
+    (("How do indexes make a database query faster?",), "flite:kal16"),
+    (("Which of your skills would you most like to improve?",), "espeak:en-gb-x-gbclan+m2"),
+    (("How do you handle a production incident at night?",), "flite:slt"),
+    (("What questions do you ask before starting a new feature?",), "espeak:en-gb-x-gbcwmd+f1"),
 )
 LEAD_S, TAIL_S, PAUSE_S = 0.6, 2.5, 0.5
 """As the dev corpora: 0.6 s before the speech, 2.5 s after; 0.5 s inside a question
 that goes on (within the dev-traps range of 0.4-0.7 s)."""
 
 
-def build(out: Path, noise_dbfs: float | None = None) -> None:
+def build(out: Path, noise_dbfs: float | None = None, *, pauses_within: bool = True) -> None:
+    """``pauses_within`` False: a question in several parts is said in one breath."""
     out.mkdir(parents=True, exist_ok=True)
     manifest = []
-    for number, (parts, voice) in enumerate(QUESTIONS, 1):
+    for number, (said_in, voice) in enumerate(QUESTIONS, 1):
+        parts = said_in if pauses_within else (" ".join(said_in),)
         pieces: list[np.ndarray] = [np.zeros(round(LEAD_S * SAMPLE_RATE))]
         pauses: list[list[float]] = []
         t = LEAD_S
@@ -102,12 +123,14 @@ def main() -> None:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("out", type=Path)
     parser.add_argument("--noise-dbfs", type=float, default=None, help="pink room tone at this RMS level")
+    parser.add_argument("--no-pauses", action="store_true",
+                        help="say every question in one breath (no deliberate pause inside any)")
     parser.add_argument("--over", type=Path, default=None, metavar="CORPUS",
                         help="this corpus over room tone instead of the held-out questions "
                              "(needs --noise-dbfs)")
     args = parser.parse_args()
     if args.over is None:
-        build(args.out, args.noise_dbfs)
+        build(args.out, args.noise_dbfs, pauses_within=not args.no_pauses)
     elif args.noise_dbfs is None:
         parser.error("--over needs --noise-dbfs")
     else:

@@ -31,6 +31,11 @@ and reports, beside the latency, the interviewer's partial cadence, requests wri
 the candidate's words (must be 0), echo lines shown as "You" (must be 0) and how late the
 candidate's own line comes.
 
+``--load SETS`` (``1,call``: one spinning process; one video-call-like process, see
+:mod:`devtools.load`) replays every clip unloaded and under each set, in ABBA order from
+clip to clip, every mode in turn under each; a mode under a load is reported as
+``MODE~SET``, with the ratio of its median to the same mode's unloaded (above 1: slower).
+
 Response latency = t(first shown token of the answer left on screen) − the end of the
 whole question.  An answer left on screen is *stale* when it was written for less than
 the whole question: its words differ from the turn's last final (fillers and trailing
@@ -79,10 +84,13 @@ from devtools.bench.baselines import (
     OwnCoreListening,
     PassOnlyListening,
     TextRulesListening,
+    TonePassListening,
+    UnspacedListening,
     fresh_client_per_request,
     spares_held_while_connecting,
 )
 from devtools.bench.corpus import Clip, load_corpus, ms
+from devtools.load import LoadSwitch, abba, parse_loads
 
 
 @dataclass(frozen=True)
@@ -104,7 +112,9 @@ MODES: dict[str, Mode] = {
     "no-defer": Mode(listening=NoDeferListening()),
     "no-system": Mode(listening=NoSystemListening()),
     "moot-pass": Mode(listening=MootPassListening()),
+    "tone-pass": Mode(listening=TonePassListening()),
     "own-core": Mode(listening=OwnCoreListening()),
+    "unspaced": Mode(listening=UnspacedListening()),
     "held-spares": Mode(Strategy(clients=spares_held_while_connecting)),
     "blas-threads": Mode(numpy_threads=cores()),
     PRODUCT: Mode(),
@@ -187,18 +197,28 @@ def run(settings: Settings, args: argparse.Namespace) -> dict[str, Any]:
     unknown = [v for v in variants if v not in candidate.VARIANTS]
     if unknown:
         raise SystemExit(f"--candidate-track: unknown {unknown}; choose from {', '.join(candidate.VARIANTS)}")
+    try:
+        loads = parse_loads(args.load) if getattr(args, "load", None) else []
+    except ValueError as exc:
+        raise SystemExit(f"--load: {exc}") from None
     results: dict[str, list[TurnResult]] = {}
-    with _endpoint(args) as endpoint, tempfile.TemporaryDirectory() as tracks:
+    with (_endpoint(args) as endpoint, tempfile.TemporaryDirectory() as tracks,
+          LoadSwitch(loads) as load):
         print(f"endpoint: {endpoint.base_url} ({endpoint.model})", flush=True)
         for variant in variants:
             theirs = [candidate.build(clip, variant, i, Path(tracks)) for i, clip in enumerate(clips)]
             names = {mode: mode if variant == "off" else f"{mode}+{variant}" for mode in modes}
             # Clip by clip, every mode in turn: a machine that slows down for a minute
             # slows all modes alike, so the ratios compare like with like.
-            for clip, track in zip(clips, theirs, strict=True):
-                for mode, name in names.items():
-                    results.setdefault(name, []).append(
-                        _replay(settings, decoder, endpoint, clip, mode, track, name))
+            for i, (clip, track) in enumerate(zip(clips, theirs, strict=True)):
+                # --load: the clip unloaded and under each load, in ABBA order (see abba)
+                for level in abba(i, [None, *(spec.name for spec in loads)]):
+                    load.only(level)
+                    for mode, name in names.items():
+                        label = name if level is None else f"{name}~{level}"
+                        results.setdefault(label, []).append(
+                            _replay(settings, decoder, endpoint, clip, mode, track, label))
+                load.only(None)
     summary: dict[str, Any] = {mode: _summarise(rs) for mode, rs in results.items()}
     summary["ratios"] = _ratios(summary)
     _print(results, summary)
@@ -250,7 +270,12 @@ def _ratios(summary: dict[str, Any]) -> dict[str, float]:
         theirs = summary.get(base, {}).get("response_latency_median_s")
         if ours and theirs:
             ratios[f"{base}/{PRODUCT}"] = round(theirs / ours, 2)
-    for variant in (m for m in summary if m.startswith(f"{PRODUCT}@")):
+    for loaded in (m for m in summary if "~" in m):  # --load: loaded / unloaded, above 1 slower
+        theirs, unloaded = (summary[loaded].get("response_latency_median_s"),
+                            summary.get(loaded.rpartition("~")[0], {}).get("response_latency_median_s"))
+        if theirs and unloaded:
+            ratios[f"{loaded}/{loaded.rpartition('~')[0]}"] = round(theirs / unloaded, 2)
+    for variant in (m for m in summary if m.startswith(f"{PRODUCT}@") and "~" not in m):
         theirs = summary[variant].get("response_latency_median_s")
         if ours and theirs:
             ratios[f"{PRODUCT}/{variant}"] = round(ours / theirs, 2)
