@@ -41,7 +41,7 @@ from app.session.session import Session
 from devtools.bench.corpus import Clip, ms, read_audio
 from devtools.bench.sampler import Sample, TreeSampler, at, cpu_per_minute
 from devtools.bench.synth import pink_noise
-from devtools.bench.turns import _endpoint, _score
+from devtools.bench.turns import as_remote, endpoint_for, score
 
 BASELINE_S = 120.0
 """The goals count from the run's second minute: models loaded, pools warm, caches full."""
@@ -221,12 +221,13 @@ class _Events:
 def _play(settings: Settings, args: argparse.Namespace, wav: Path,
           plan: Plan) -> tuple[list[Sample], list[Scored]]:
     decoder = load_decoder(settings.asr)
+    settings = as_remote(settings)  # the test server stands for a remote provider, as in bench turns
     events = _Events()
     bus = EventBus()
     bus.subscribe(events)
     server = argparse.Namespace(base_url=None, local=False, profile=args.profile, api_key=None, model=None)
     scored: list[Scored] = []
-    with _endpoint(server) as endpoint:
+    with endpoint_for(server) as endpoint:
         session = Session(settings, audio_file=wav, llm=endpoint, bus=bus, decoder=decoder)
         failure: list[BaseException] = []
 
@@ -268,7 +269,7 @@ def _score_closed(pending: list[tuple[int, Question]], plan: Plan, events: _Even
             break
         window = events.take_before(following)
         clip = Clip(Path(f"q{number:03d}"), question.text, question.end_s, question.start_s, question.pauses)
-        result = _score(window, clip, "product")
+        result = score(window, clip, "product")
         scored.append(Scored(number, question.text, question.end_s, result.response_latency, result.stale,
                              result.final))
         pending = pending[1:]

@@ -189,7 +189,7 @@ def run(settings: Settings, args: argparse.Namespace) -> dict[str, Any]:
     clips = load_corpus(args.corpus, args.limit)
     decoder = load_decoder(settings.asr)
     if not (args.base_url or args.local):
-        settings = _as_remote(settings)
+        settings = as_remote(settings)
     modes = [canonical(m.strip()) for m in args.modes.split(",") if m.strip()]
     for mode in modes:
         mode_settings(settings, mode)  # a mistyped mode fails before the first clip
@@ -202,7 +202,7 @@ def run(settings: Settings, args: argparse.Namespace) -> dict[str, Any]:
     except ValueError as exc:
         raise SystemExit(f"--load: {exc}") from None
     results: dict[str, list[TurnResult]] = {}
-    with (_endpoint(args) as endpoint, tempfile.TemporaryDirectory() as tracks,
+    with (endpoint_for(args) as endpoint, tempfile.TemporaryDirectory() as tracks,
           LoadSwitch(loads) as load):
         print(f"endpoint: {endpoint.base_url} ({endpoint.model})", flush=True)
         for variant in variants:
@@ -231,7 +231,7 @@ def run(settings: Settings, args: argparse.Namespace) -> dict[str, Any]:
     return summary
 
 
-def _as_remote(settings: Settings) -> Settings:
+def as_remote(settings: Settings) -> Settings:
     """The test server listens on loopback but stands for a remote provider: it gets the
     hedge and the re-warms a remote one gets ("auto" turns them off on loopback)."""
     remote = {key: "on" for key in ("hedge", "rewarm") if getattr(settings.llm, key) == "auto"}
@@ -282,7 +282,7 @@ def _ratios(summary: dict[str, Any]) -> dict[str, float]:
     return ratios
 
 
-class _endpoint:
+class endpoint_for:
     """The endpoint for the run: --base-url, the embedded LLM (--local) or our test server."""
 
     def __init__(self, args: argparse.Namespace) -> None:
@@ -339,7 +339,7 @@ def _replay(settings: Settings, decoder: WhisperDecoder, endpoint: LlmEndpoint, 
         passes, decoding = (listener.passes, listener.decode_seconds) if listener else (0, 0.0)
     finally:
         session.shutdown()
-    result = _score(events, clip, name)
+    result = score(events, clip, name)
     result.passes, result.decode_seconds = passes, decoding
     if track is not None:
         _score_candidate(result, events, clip, track)
@@ -371,7 +371,7 @@ def _cadence(events: list[Event]) -> list[float]:
     return [b.t - a.t for a, b in itertools.pairwise(partials) if a.turn == b.turn]
 
 
-def _score(events: list[Event], clip: Clip, mode: str) -> TurnResult:
+def score(events: list[Event], clip: Clip, mode: str) -> TurnResult:
     result = TurnResult(clip=clip.path.name, mode=mode, cadence=_cadence(events),
                         guesses=[e.text for e in events if isinstance(e, SpeculateEvent)])
     timeline = Timeline.of(events)
