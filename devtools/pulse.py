@@ -38,7 +38,7 @@ class PulseDaemon:
         subprocess.run(
             ["pulseaudio", "-n", "--daemonize=yes", "--system=false", "--disallow-exit",
              "--exit-idle-time=-1", "--disable-shm=yes", "--log-target=stderr",
-             "--load=module-native-protocol-unix",
+             "--load=module-native-protocol-unix", "--load=module-cli-protocol-unix",
              "--load=module-null-sink sink_name=decoy",
              "--load=module-null-sink sink_name=vsink"],
             env=self.env, check=True, timeout=15, capture_output=True,
@@ -55,6 +55,35 @@ class PulseDaemon:
                 assert proc.returncode == 0, proc.stderr
                 return proc.stdout
             time.sleep(0.1)
+
+    def remove_sink(self, sink: str) -> None:
+        """The null sink ``sink`` goes, and the streams recording its monitor with it, as
+        when a headset disconnects.  PulseAudio itself would move those streams to the
+        default source (not what they asked for: a loss nobody notices); PipeWire ends
+        them.  Here they end: ``pacmd`` kills them (pactl cannot)."""
+        streams = [line.split("\t")[0] for line in
+                   self.pactl("list", "short", "source-outputs").splitlines()
+                   if line.split("\t")[1:2] and self._source_name(line.split("\t")[1]) ==
+                   f"{sink}.monitor"]
+        for line in self.pactl("list", "short", "modules").splitlines():
+            if "module-null-sink" in line and f"sink_name={sink}" in line:
+                for stream in streams:
+                    subprocess.run(["pacmd", "kill-source-output", stream], env=self.env,
+                                   check=True, timeout=5, capture_output=True)
+                self.pactl("unload-module", line.split("\t")[0])
+                return
+        raise LookupError(f"no null sink {sink}")
+
+    def add_sink(self, sink: str) -> None:
+        """A null sink named ``sink`` (back after :meth:`remove_sink`, or a new one)."""
+        self.pactl("load-module", "module-null-sink", f"sink_name={sink}")
+
+    def _source_name(self, index: str) -> str:
+        for line in self.pactl("list", "short", "sources").splitlines():
+            fields = line.split("\t")
+            if fields[0] == index:
+                return fields[1]
+        return ""
 
     def kill(self) -> None:
         """SIGKILL, like a crash or an unplugged device: no goodbye to the clients."""

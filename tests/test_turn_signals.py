@@ -438,3 +438,22 @@ def test_a_pause_keeps_its_audio_when_newer_words_replace_its_request() -> None:
     assert [(r.turn, r.text, r.audio_end, r.audio is audio) for r in scored] == [
         (1, QUESTIONS[1], 2.2, True)] + [(2, QUESTIONS[3], 4.0, False)] * (len(scored) - 1)
     assert len(scored) == 2
+
+
+def test_loading_the_words_model_mutes_only_its_own_thread() -> None:
+    """llama-cpp-python's load-time prints are dropped, but a message another thread writes
+    meanwhile (the command line's "session saved" after a lost device) reaches stderr."""
+    import contextlib
+    import io
+    import sys
+    import threading
+
+    from app.turns.words import ThreadMuted
+
+    real = io.StringIO()
+    with contextlib.redirect_stderr(ThreadMuted(real)):
+        print("llama: loading", file=sys.stderr)
+        other = threading.Thread(target=lambda: print("session saved", file=sys.stderr))
+        other.start()
+        other.join()
+    assert real.getvalue() == "session saved\n"

@@ -149,15 +149,11 @@ def _loopback(clock: SessionClock) -> AudioSource:
 
         return speakers_source(clock, fallback=lambda: _loopback_device(clock))
     _load_portaudio()
-    from app.audio.device import DeviceSource, default_monitor_source
+    from app.audio.device import DeviceSource
+    from app.audio.pulse import SPEAKERS_MONITOR
 
-    if sys.platform.startswith("linux"):
-        monitor = default_monitor_source()
-        if monitor is None:
-            raise AudioError("Cannot find what the speakers play: no PulseAudio/PipeWire "
-                             "default sink (is pactl installed?). Pick a monitor with "
-                             "--device pulse:NAME.monitor (see --list-devices).")
-        return DeviceSource(f"pulse:{monitor}", clock, kind="loopback")
+    if sys.platform.startswith("linux"):  # the default sink's monitor, following the default
+        return DeviceSource(SPEAKERS_MONITOR, clock, kind="loopback")
     return _loopback_device(clock)
 
 

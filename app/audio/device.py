@@ -22,16 +22,17 @@ do not pretend the audio was continuous; consumers see a gap in ``t`` instead.
 PortAudio calls that can wedge: on a dead sound server (ALSA's ``pulse`` plugin after the
 PulseAudio daemon died) ``Pa_AbortStream`` and ``Pa_CloseStream`` can wait forever for the
 host's callback thread.  So every call that opens, starts or closes a stream runs on a
-short-lived thread of its own with a deadline (:func:`_with_deadline`); a stream that will
+short-lived thread of its own with a deadline (:mod:`app.audio.deadline`); a stream that will
 not close in time is abandoned (kept referenced, never touched again), and the loss is
 reported *before* the close is tried, so a session that ends on a lost device never waits
 on PortAudio.  Once a stream is abandoned, PortAudio is not terminated at exit either
 (sounddevice's exit handler would close that stream and wait forever too).
 
-On Linux a PulseAudio/PipeWire monitor source (what the speakers play, i.e. the
-interviewer on a call) is reached through the ALSA ``pulse`` device with
-``PULSE_SOURCE=<sink>.monitor``; ask for it as ``--device pulse:<sink>.monitor`` (or just
-``<sink>.monitor``) and :func:`pulse_source_of` / the source set that up.
+Linux monitors (``--device pulse:<sink>.monitor``): :mod:`app.audio.pulse`.  The speakers'
+monitor (:data:`SPEAKERS_MONITOR`) follows the default sink: the worker reopens on the new
+default's monitor (headphones plugged in) after a gap, no loss said.  A PulseAudio device
+lost while its server answers is a warning, waited for up to :data:`RESUME_GRACE`, then an
+error (at once if the server is gone; an error ends a headless run); others are an error.
 """
 
 from __future__ import annotations
@@ -39,21 +40,19 @@ from __future__ import annotations
 import atexit
 import contextlib
 import functools
-import os
 import queue
-import shutil
-import subprocess
-import sys
-import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
 import sounddevice as sd
 
+from app.audio import pulse
+from app.audio.deadline import PortAudioWedged
+from app.audio.deadline import with_deadline as _with_deadline
 from app.audio.frames import AudioFrame, ErrorHandler, FrameHandler, ThreadedSource
 from app.audio.permission import (
     DigitalSilence,
@@ -62,6 +61,7 @@ from app.audio.permission import (
     silence_warning,
     watches_for_silence,
 )
+from app.audio.pulse import SPEAKERS_MONITOR, pulse_source_of
 from app.audio.resample import AudioError, Converter, FrameChunker
 from app.core.clock import SessionClock
 
@@ -84,6 +84,10 @@ CLOSE_DEADLINE = 1.0
 """Seconds aborting and closing a stream may take before it is abandoned: a healthy abort
 returns within a few block periods; one wedged on a dead sound server never returns, and a
 lost device must end a headless run within a few seconds."""
+RESUME_GRACE = 10.0
+"""Seconds a lost PulseAudio device whose server still answers may take to come back before
+it is an error: a Bluetooth headset reconnects, a sink returns after a wake, in a few
+seconds; a headless run on a device really gone still ends soon."""
 AWAKE_STEP = 0.25
 """The most one turn of the worker's loop (which wakes every 0.1 s) counts towards "no audio
 for a while": a longer gap means the process was not scheduled (a busy machine, a debugger,
@@ -93,9 +97,6 @@ little.  Capping, not resetting, keeps a busy machine from postponing the verdic
 _LOOPBACK_HINTS = ("monitor", "loopback", "blackhole", "stereo mix", "what u hear",
                    "soundflower", "cable output", "wave out")
 _FIX = "run with --list-devices to see the inputs, then pick one with --device NAME or INDEX"
-
-_env_lock = threading.Lock()
-
 
 @dataclass(frozen=True, slots=True)
 class DeviceInfo:
@@ -133,34 +134,6 @@ def list_devices() -> list[DeviceInfo]:
     return devices
 
 
-def pulse_sources() -> list[str]:
-    """PulseAudio/PipeWire source names (monitors included); [] when pactl is unavailable."""
-    if not sys.platform.startswith("linux") or shutil.which("pactl") is None:
-        return []
-    try:
-        out = subprocess.run(["pactl", "list", "short", "sources"], capture_output=True,
-                             text=True, timeout=3, check=True).stdout
-    except (OSError, subprocess.SubprocessError):
-        return []
-    return [line.split("\t")[1] for line in out.splitlines() if line.count("\t") >= 1]
-
-
-def default_monitor_source() -> str | None:
-    """The monitor of the default PulseAudio/PipeWire sink: what the speakers play."""
-    if not sys.platform.startswith("linux") or shutil.which("pactl") is None:
-        return None
-    try:
-        out = subprocess.run(["pactl", "info"], capture_output=True, text=True, timeout=3,
-                             check=True).stdout
-    except (OSError, subprocess.SubprocessError):
-        return None
-    for line in out.splitlines():
-        if line.startswith("Default Sink:"):
-            sink = line.split(":", 1)[1].strip()
-            return f"{sink}.monitor" if sink else None
-    return None
-
-
 def format_device_list(devices: list[DeviceInfo] | None = None) -> str:
     """The ``--list-devices`` text: one input per line, marks for default and loopback."""
     devices = list_devices() if devices is None else devices
@@ -171,43 +144,12 @@ def format_device_list(devices: list[DeviceInfo] | None = None) -> str:
                      f"{d.max_input_channels} ch, {d.default_samplerate:.0f} Hz]")
     if not devices:
         lines.append("   (none found)")
-    monitors = [s for s in pulse_sources() if s.endswith(".monitor")]
+    monitors = [s for s in pulse.pulse_sources() if s.endswith(".monitor")]
     if monitors:
         lines.append("PulseAudio/PipeWire monitors (use --device pulse:NAME):")
         lines += [f"   L  {m}" for m in monitors]
     lines.append("Pick one with --device NAME (a unique part of it) or --device INDEX.")
     return "\n".join(lines)
-
-
-def pulse_source_of(spec: str) -> str | None:
-    """``"pulse:vsink.monitor"`` or ``"vsink.monitor"`` -> ``"vsink.monitor"``; else None."""
-    if spec.startswith("pulse:") and len(spec) > len("pulse:"):
-        return spec[len("pulse:"):]
-    if spec.endswith(".monitor") and ":" not in spec:
-        return spec
-    return None
-
-
-@contextlib.contextmanager
-def pulse_source_env(source: str | None) -> Iterator[None]:
-    """Set ``PULSE_SOURCE`` only while a stream is being opened.
-
-    The ALSA ``pulse`` plugin reads it when the PCM is opened, so scoping it keeps other
-    streams of this process (say, a microphone also on ``pulse``) on their own source.
-    """
-    if source is None:
-        yield
-        return
-    with _env_lock:
-        old = os.environ.get("PULSE_SOURCE")
-        os.environ["PULSE_SOURCE"] = source
-        try:
-            yield
-        finally:
-            if old is None:
-                os.environ.pop("PULSE_SOURCE", None)
-            else:
-                os.environ["PULSE_SOURCE"] = old
 
 
 @dataclass(frozen=True, slots=True)
@@ -217,20 +159,25 @@ class _Target:
     label: str
     name: str | None  # None = the system default input
     pulse_source: str | None
+    follows_default: bool = False  # the default sink's monitor, whichever it is
 
 
 def _resolve(device: str | int | None) -> _Target:
     """Find the user's device now, so a typo fails before the session starts."""
     spec = "" if device is None else str(device).strip()
-    pulse = pulse_source_of(spec)
-    if pulse is not None:
+    if spec == SPEAKERS_MONITOR:
         _find_by_name("pulse", label=spec)
-        known = pulse_sources()
-        if known and pulse not in known:
+        monitor = pulse.speakers_monitor()
+        return _Target(f"pulse:{monitor}", name="pulse", pulse_source=monitor, follows_default=True)
+    source = pulse_source_of(spec)
+    if source is not None:
+        _find_by_name("pulse", label=spec)
+        known = pulse.pulse_sources()
+        if known and source not in known:
             monitors = ", ".join(s for s in known if s.endswith(".monitor")) or "none"
-            raise AudioError(f"PulseAudio source '{pulse}' not found (monitors: {monitors}): "
+            raise AudioError(f"PulseAudio source '{source}' not found (monitors: {monitors}): "
                              f"{_FIX}.")
-        return _Target(label=spec, name="pulse", pulse_source=pulse)
+        return _Target(label=spec, name="pulse", pulse_source=source)
     if spec.lower() in ("", "mic", "default"):
         info = _default_input()
         return _Target(label=f"default input ({info.name})", name=None, pulse_source=None)
@@ -264,53 +211,8 @@ def _default_input() -> DeviceInfo:
     raise AudioError(f"No audio input device found (no microphone?): connect one, or {_FIX}.")
 
 
-T = TypeVar("T")
-
-
 class MicrophoneDenied(AudioError):
     """Windows' privacy switches keep the microphone from this app (the sentence says where)."""
-
-
-class PortAudioWedged(Exception):
-    """A PortAudio call did not return before its deadline; it goes on on its own thread."""
-
-
-def _with_deadline(call: Callable[[], T], deadline: float, what: str,
-                   on_late: Callable[[T], None] | None = None) -> T:
-    """``call()`` on a daemon thread of its own: its result, its exception, or
-    :class:`PortAudioWedged` after ``deadline`` seconds.
-
-    A call that returns after we gave up hands its result to ``on_late`` (an opened stream
-    nobody will use is closed there), so giving up never leaks what the call made.
-    """
-    lock = threading.Lock()
-    finished = threading.Event()
-    outcome: list[tuple[bool, Any]] = []
-    gave_up = False
-
-    def run() -> None:
-        try:
-            result: tuple[bool, Any] = (True, call())
-        except BaseException as exc:  # handed to the caller, who decides
-            result = (False, exc)
-        with lock:
-            outcome.append(result)
-            finished.set()
-            late = gave_up
-        if late and result[0] and on_late is not None:
-            with contextlib.suppress(Exception):
-                on_late(result[1])
-
-    threading.Thread(target=run, name=f"portaudio-{what}", daemon=True).start()
-    finished.wait(deadline)
-    with lock:
-        if not outcome:
-            gave_up = True
-            raise PortAudioWedged(f"PortAudio did not {what} the stream within {deadline:g} s")
-    ok, value = outcome[0]
-    if not ok:
-        raise value
-    return value  # type: ignore[no-any-return]
 
 
 _abandoned: list[Any] = []
@@ -361,8 +263,10 @@ class DeviceSource(ThreadedSource):
         self._generation = 0
         self._overflows = 0
         self.reconnects = 0
+        self.followed = 0  # times capture moved to a new default sink's monitor
         self.rate: int | None = None
         self.channels: int | None = None
+        self._watcher = pulse.DefaultSinkWatcher() if self._target.follows_default else None
 
     @property
     def overflows(self) -> int:
@@ -389,14 +293,39 @@ class DeviceSource(ThreadedSource):
 
     def _run(self, on_frame: FrameHandler, on_error: ErrorHandler) -> None:
         worker = _Worker(self, on_frame, on_error)
+        if self._watcher is not None:
+            self._watcher.start()
         try:
             worker.loop()
         finally:
+            if self._watcher is not None:
+                self._watcher.stop()
             self._close()
             self._done.set()
 
+    def default_moved(self) -> str | None:
+        """Following the default sink: the new default's monitor, if capture is not on it."""
+        sink = None if self._watcher is None else self._watcher.sink
+        moved = sink is not None and f"{sink}.monitor" != self._target.pulse_source
+        return f"{sink}.monitor" if moved else None
+
+    def _retarget(self) -> None:
+        """Following the default sink: aim the next open at its monitor now."""
+        monitor = self.default_moved()
+        if monitor is not None:
+            self._target = _Target(f"pulse:{monitor}", "pulse", monitor, follows_default=True)
+            self.name = self._target.label
+
+    def server_gone(self) -> bool:
+        """A PulseAudio/PipeWire device whose sound server does not answer."""
+        return self._target.name == "pulse" and pulse.server_gone()
+
     def _open(self) -> None:
-        """Open and start the stream at the device's own rate, mono if it allows."""
+        """Open and start the stream at the device's own rate, mono if it allows.  Never on
+        a dead sound server: the ``pulse`` plugin would be asked to connect to nothing."""
+        if self.server_gone():
+            raise AudioError("the sound server (PulseAudio/PipeWire) is not running")
+        self._retarget()
         info = self._find()
         rate = int(info.default_samplerate)
         self._generation += 1
@@ -419,7 +348,7 @@ class DeviceSource(ThreadedSource):
 
     def _start_stream(self, index: int, rate: int, channels: int,
                       callbacks: tuple[BlockCallback, Callable[[], None]]) -> Any:
-        with pulse_source_env(self._target.pulse_source):
+        with pulse.pulse_source_env(self._target.pulse_source):
             stream = sd.InputStream(
                 device=index, samplerate=rate, channels=channels, dtype="float32",
                 blocksize=0, latency="low", callback=callbacks[0],
@@ -438,10 +367,15 @@ class DeviceSource(ThreadedSource):
             return _default_input()
         return _find_by_name(self._target.name, label=self.name)
 
-    def _close(self) -> None:
-        """Close the stream within :data:`CLOSE_DEADLINE`, or abandon it."""
+    def _close(self, server_gone: bool = False) -> None:
+        """Close the stream within :data:`CLOSE_DEADLINE`, or abandon it.  One whose sound
+        server died is abandoned untouched: closing the ``pulse`` plugin under its spinning
+        callback thread is where libpulse can abort the process (SIGABRT)."""
         stream, self._stream = self._stream, None
         if stream is None:
+            return
+        if server_gone:
+            _abandon(stream)
             return
         try:
             _with_deadline(lambda: _shut(stream), CLOSE_DEADLINE, "close")
@@ -463,6 +397,7 @@ class _Worker:
         """Seconds without a block, counted only while the loop was awake (AWAKE_STEP)."""
         self.next_retry = 0.0
         self.outage_reported = False
+        self.waiting_since: float | None = None  # a loss said as a warning: RESUME_GRACE
         self.last_overflow_report = -1e9
         self.seen_overflows = 0
         self.last_step = time.monotonic()
@@ -476,6 +411,8 @@ class _Worker:
 
     def loop(self) -> None:
         while not self.src._stop.is_set():
+            if self.src.default_moved() is not None:
+                self._follow()
             if self.src._stream is None:
                 self._try_open()
                 continue
@@ -493,6 +430,14 @@ class _Worker:
                 self._block(arrival, data)
                 self._check_overflows()
 
+    def _follow(self) -> None:
+        """The default sink changed: open its monitor at once (not a loss: nothing said)."""
+        if self.src._stream is not None:
+            self.src._close()
+            self._drain()
+        self.src.followed += 1
+        self.next_retry = 0.0
+
     def _try_open(self) -> None:
         now = time.monotonic()
         if now < self.next_retry:
@@ -507,13 +452,18 @@ class _Worker:
                 self.on_error(f"{exc} Retrying every {RETRY_INTERVAL:g} s.")
             return
         except (AudioError, sd.PortAudioError) as exc:
-            if not self.outage_reported:
+            if self.waiting_since is not None:
+                self._still_away(f"{exc}")
+            elif not self.outage_reported:
                 self.outage_reported = True
                 self.on_error(f"{exc}. Check that it is plugged in and not in use; "
                               f"retrying every {RETRY_INTERVAL:g} s, or {_FIX}.")
             return
         if self.outage_reported:
             self.src.reconnects += 1
+        if self.waiting_since is not None:
+            self.waiting_since = None
+            self.src._warn(f"Audio device '{self.src.name}' is back.")
         self.outage_reported = False
         assert self.src.rate is not None
         self.converter = Converter(self.src.rate)
@@ -544,15 +494,31 @@ class _Worker:
         """Report the loss, then close the dead stream (bounded), deliver what it gave us,
         and schedule reopening.  Reporting first: a session that ends on a lost device
         must not wait for PortAudio to let go of it."""
+        gone = self.src.server_gone()
         if not self.outage_reported:
             self.outage_reported = True
-            self.on_error(f"Audio device '{self.src.name}' was lost ({reason}). Check that it "
-                          f"is plugged in; retrying every {RETRY_INTERVAL:g} s (a device "
-                          f"plugged back in that does not return needs an app restart), "
-                          f"or {_FIX}.")
-        self.src._close()
+            if self.src._target.name == "pulse" and not gone:
+                self.waiting_since = time.monotonic()
+                self.src._warn(f"Audio device '{self.src.name}' was lost ({reason}); waiting "
+                               f"up to {RESUME_GRACE:g} s for it to come back.")
+            else:
+                self.on_error(self._lost_sentence(reason))
+        self.src._close(server_gone=gone)
         self._drain()
         self.next_retry = time.monotonic() + RETRY_INTERVAL
+
+    def _lost_sentence(self, reason: str) -> str:
+        return (f"Audio device '{self.src.name}' was lost ({reason}). Check that it is plugged "
+                f"in; retrying every {RETRY_INTERVAL:g} s (a device plugged back in that does "
+                f"not return needs an app restart), or {_FIX}.")
+
+    def _still_away(self, problem: str) -> None:
+        """A reopen failed while waiting: an error past the grace, or if the server went."""
+        assert self.waiting_since is not None
+        waited = time.monotonic() - self.waiting_since
+        if waited > RESUME_GRACE or self.src.server_gone():
+            self.waiting_since = None
+            self.on_error(self._lost_sentence(f"not back after {waited:.0f} s: {problem}"))
 
     def _drain(self) -> None:
         if self.converter is not None:

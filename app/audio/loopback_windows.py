@@ -56,9 +56,9 @@ RETRY_INTERVAL = 1.0
 """Seconds between attempts to reopen a lost endpoint (as for PortAudio devices)."""
 SILENCE_FILL_AFTER = 0.1
 """Seconds without loopback data before zero frames stand in for the silence."""
-DEFAULT_CHECK_S = 2.0
-"""How often to ask which speaker is the default: one COM enumeration, cheap; a switch
-of output device is followed within this, which is shorter than a question."""
+DEFAULT_CHECK_S = 0.5
+"""How often to ask which speaker is the default: one COM call, cheap; a switch of output
+device (headphones plugged in) is followed within this plus the reopen, under a second."""
 _POLL_S = 0.005
 """Wait between empty reads: well under a 30 ms frame, and a sleeping thread costs nothing."""
 _FIX = "check the default playback device in Windows sound settings"

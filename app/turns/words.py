@@ -27,6 +27,7 @@ import io
 import logging
 import re
 import statistics
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -100,6 +101,30 @@ class SpareCore:
                      sum(self._lost), self.one_ms)
 
 
+class ThreadMuted(io.TextIOBase):
+    """A stream that drops what the thread that made it writes and passes every other
+    thread's writes on to ``stream``.  ``contextlib.redirect_stderr`` swaps ``sys.stderr``
+    for the whole process, so a plain ``StringIO`` there also swallowed the command line's
+    error and "session saved" when a device was lost while the model loaded."""
+
+    def __init__(self, stream: Any) -> None:
+        super().__init__()
+        self._stream = stream
+        self._muted = threading.get_ident()
+
+    def write(self, text: str) -> int:
+        if threading.get_ident() == self._muted or self._stream is None:
+            return len(text)
+        return int(self._stream.write(text))
+
+    def flush(self) -> None:
+        if threading.get_ident() != self._muted and self._stream is not None:
+            self._stream.flush()
+
+    def writable(self) -> bool:
+        return True
+
+
 class WordsUnavailable(RuntimeError):
     """llama-cpp-python or the bundled model is missing, or the model failed to load."""
 
@@ -125,8 +150,9 @@ class WordsScorer:
             quiet_llama_logs()
             # verbose=False would point the process's stdout and stderr file descriptors at
             # /dev/null while loading: other threads' events written meanwhile were lost.
-            # verbose=True leaves them alone; its few Python-level prints are swallowed here.
-            with contextlib.redirect_stderr(io.StringIO()):
+            # verbose=True leaves them alone; its few Python-level prints are swallowed here,
+            # from this thread only (another's "session saved" must still be said).
+            with contextlib.redirect_stderr(ThreadMuted(sys.stderr)):
                 # logits of the last token only: the others' were never read, and their
                 # vocabulary-wide projection is ~a fifth of each token's work
                 self._llm: Any = Llama(model_path=str(path), n_ctx=_N_CTX, n_threads=threads,

@@ -42,6 +42,14 @@ class Loss:
     stderr: str
     session_log: str
 
+    def missing(self) -> list[str]:
+        """What the promise needs that this run lacked (empty: all of it)."""
+        checks = {"exit 1": self.code == 1, "the device named": DEVICE in self.stderr,
+                  "session saved": "session saved" in self.stderr,
+                  "no traceback": "Traceback" not in self.stderr,
+                  "failed in the session log": '"failed"' in self.session_log}
+        return [what for what, ok in checks.items() if not ok]
+
 
 def lose_device(folder: Path, *, give_up_s: float = 60.0) -> Loss:
     """One run in ``folder`` (the daemon's runtime and the app's home); see the module."""
@@ -90,6 +98,11 @@ def _wait_for(data: Path, text: str, give_up_s: float) -> Path:
     raise TimeoutError(f"the session log never showed {text} within {give_up_s:g} s")
 
 
+def _tail(stderr: str, lines: int = 12) -> str:
+    """The end of a run's stderr, indented: what a crash or a slow exit said last."""
+    return "\n".join(f"        {line}" for line in stderr.strip().splitlines()[-lines:])
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m devtools.bench.device_loss", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -97,20 +110,25 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--busy", type=int, default=4, help="busy processes on the cores meanwhile")
     args = parser.parse_args(argv)
     times: list[float] = []
+    codes: dict[int, int] = {}
     kept = 0
     with busy_processes(args.busy):
         for run in range(args.runs):
             with tempfile.TemporaryDirectory(prefix="device-loss-") as tmp:
                 loss = lose_device(Path(tmp))
-            ok = (loss.code == 1 and DEVICE in loss.stderr and "session saved" in loss.stderr
-                  and "Traceback" not in loss.stderr and '"failed"' in loss.session_log)
+            missing = loss.missing()
+            ok = not missing
             kept += ok and loss.seconds <= PROMISE_S
             times.append(loss.seconds)
+            codes[loss.code] = codes.get(loss.code, 0) + 1
             print(f"run {run + 1:>2}: exit {loss.code} after {loss.seconds:.2f} s"
-                  f"{'' if ok else '  (message or session log missing)'}", flush=True)
+                  f"{'' if ok else '  (' + ', '.join(missing) + ')'}", flush=True)
+            if not ok or loss.seconds > PROMISE_S:
+                print(_tail(loss.stderr), flush=True)
     print(f"\n{kept} of {args.runs} runs ended within {PROMISE_S:g} s with exit 1, the message and "
           f"the session saved ({args.busy} busy processes on {os.cpu_count()} cores); "
-          f"median {median(times) or 0:.2f} s, p95 {p95(times) or 0:.2f} s, max {max(times):.2f} s")
+          f"median {median(times) or 0:.2f} s, p95 {p95(times) or 0:.2f} s, max {max(times):.2f} s; "
+          f"exit codes {dict(sorted(codes.items()))}")
     return 0 if kept == args.runs else 1
 
 
