@@ -17,6 +17,7 @@ from app.asr.decoder import WhisperDecoder
 from app.asr.model import load_model
 from app.core.events import Event, TokenEvent
 from app.platform.cores import limit_numpy_threads
+from devtools.pulse import PulseDaemon
 from tests.speech import require_espeak
 
 limit_numpy_threads()  # as the app does at start-up: no idle BLAS worker spinning beside each pass
@@ -117,3 +118,14 @@ class EventRecorder:
     def shown(self, turn: int) -> str:
         """What the screen got for ``turn``: its token events, joined."""
         return "".join(e.text for e in self.of(TokenEvent) if e.turn == turn)
+
+
+@pytest.fixture
+def pulse(tmp_path: Path) -> Iterator[PulseDaemon]:
+    """A private PulseAudio daemon for the test (devtools/pulse.py), killed after it."""
+    daemon = PulseDaemon(tmp_path)
+    daemon.start()
+    try:
+        yield daemon
+    finally:
+        daemon.kill()

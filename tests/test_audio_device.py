@@ -50,14 +50,6 @@ makes it longer)."""
 # --- the private daemon (devtools/pulse.py) -------------------------------------------
 
 
-@pytest.fixture
-def pulse(tmp_path: Path) -> Iterator[PulseDaemon]:
-    daemon = PulseDaemon(tmp_path)
-    daemon.start()
-    try:
-        yield daemon
-    finally:
-        daemon.kill()
 
 
 # --- the capturing child ---------------------------------------------------------------

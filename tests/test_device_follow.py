@@ -18,7 +18,6 @@ import sys
 import threading
 import time
 import wave
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -71,14 +70,6 @@ def _capture(daemon: PulseDaemon, spec: str, grace: float | None = None) -> Any:
                                  f"_child_main({spec!r}, {grace!r})")
 
 
-@pytest.fixture
-def pulse(tmp_path: Path) -> Iterator[PulseDaemon]:
-    daemon = PulseDaemon(tmp_path)
-    daemon.start()
-    try:
-        yield daemon
-    finally:
-        daemon.kill()
 
 
 def _tone(path: Path, seconds: float) -> Path:

@@ -8,7 +8,6 @@ import subprocess
 import sys
 import threading
 import wave
-from collections.abc import Iterator
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -268,13 +267,8 @@ def _mic(daemon: PulseDaemon, spec: str, kind: str = "mic",
 
 
 @pytest.fixture
-def daemon(tmp_path: Path) -> Iterator[PulseDaemon]:
-    pulse = PulseDaemon(tmp_path)
-    pulse.start()
-    try:
-        yield pulse
-    finally:
-        pulse.kill()
+def daemon(pulse: PulseDaemon) -> PulseDaemon:
+    return pulse
 
 
 def _warnings(cap: Capture) -> list[dict[str, Any]]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from app.core.config import TurnConfig
 from app.turns.endpointer import Decision, Endpoint, Endpointer, Speculate
 from app.turns.policy import Evidence, TextCues, decide
+from tests.test_turn_policy import speak_until
 
 CFG = TurnConfig()
 QUESTION = "What is the difference between TCP and UDP?"
@@ -19,14 +20,6 @@ def started(cfg: TurnConfig = CFG) -> Endpointer:
     ep.expect_words(True)  # the words model is loaded: a partial waits for its verdict
     ep.speech_started(1, 0.5)
     return ep
-
-
-def speak_until(ep: Endpointer, t_end: float, start: float = 0.5) -> None:
-    t = start
-    while t < t_end - 1e-9:
-        t = min(round(t + 0.03, 3), t_end)
-        ep.voiced(t)
-        ep.tick(t)
 
 
 def silence_until(ep: Endpointer, start: float, end: float) -> list[tuple[float, Decision]]:
