@@ -2,6 +2,8 @@
 
 import math
 
+import pytest
+
 from app.audio.frames import FRAME_MS
 from app.core.config import TurnConfig
 from app.turns.endpointer import Decision, Discard, Endpoint, Endpointer, OpenTurn, Speculate
@@ -195,6 +197,19 @@ def test_trailing_conjunction_waits_longer() -> None:
     assert not any(isinstance(d, Endpoint) for d in ep.tick(3.0))
     assert not any(isinstance(d, Endpoint) for d in ep.tick(3.45))
     assert any(isinstance(d, Endpoint) for d in ep.tick(3.5))
+
+
+@pytest.mark.parametrize(("text", "trails"), [
+    ("Walk me through how you would design the rate limit or...", True),  # a sentence left hanging
+    ("Walk me through how you would design the rate limit or…", True),
+    ("And so…", True),
+    ("Tell me about your last project...", False),  # hanging, but on no thinking word
+    ("Walk me through how you would design the rate limit or.", False),  # a full stop
+])
+def test_an_ellipsis_is_no_full_stop(text: str, trails: bool) -> None:
+    """The recogniser writes "..." for a sentence left hanging: a thinking word before it
+    still trails off, so the pause's words get their second look with a beam (decision 0024)."""
+    assert started().trails_off(text) is trails
 
 
 def test_thresholds_come_from_config() -> None:

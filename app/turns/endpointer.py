@@ -347,8 +347,12 @@ class Endpointer:
         return any(w in text.lower() for w in self._question_words)
 
     def trails_off(self, text: str) -> bool:
-        """Ends in and/so/um/然后… with no full stop after it: a thinking pause."""
+        """Ends in and/so/um/然后… with no full stop after it: a thinking pause.  An
+        ellipsis is the recogniser's mark of a sentence left hanging, not a full stop
+        ("…design the rate limit or...")."""
         stripped = text.strip()
+        if stripped.endswith(("...", "…")):
+            stripped = stripped.rstrip(".…").rstrip()
         if not stripped or stripped[-1] in _SENTENCE_FINAL:
             return False  # a finished sentence is no thinking pause
         return self._ends_with(stripped, self._thinking)
