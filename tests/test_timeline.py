@@ -30,7 +30,7 @@ from app.observing.percentile import median, p95, percentile
 from app.observing.session_files import exchanges
 from app.observing.timeline import Timeline
 from devtools.bench.corpus import Clip
-from devtools.bench.turns import _score
+from devtools.bench.turns import score
 
 Q1 = "How do you test a streaming parser"
 
@@ -151,7 +151,7 @@ def test_tracer_sized_timeline_forgets_the_oldest_turns() -> None:
 
 def test_bench_scores_the_answer_left_on_screen() -> None:
     clip = Clip(Path("q.wav"), Q1, speech_end_s=3.5, pauses=((1.6, 1.0),))
-    result = _score(continued_question()[:21], clip, "ours")
+    result = score(continued_question()[:21], clip, "ours")
     assert result.response_latency == pytest.approx(4.31 - 3.5)
     assert result.final == Q1 and result.finals == 2 and result.turns == [1]
     assert result.answer == "Feed it chunks." and result.stale == 0
@@ -165,7 +165,7 @@ def test_bench_scores_the_answer_left_on_screen() -> None:
     assert not result.cold  # its request found a warm connection
     opened = [dataclasses.replace(e, connect=0.23) if isinstance(e, FirstTokenEvent) and e.request == 2 else e
               for e in continued_question()[:21]]
-    assert _score(opened, clip, "ours").cold
+    assert score(opened, clip, "ours").cold
 
 
 def test_nearest_rank_percentiles() -> None:
