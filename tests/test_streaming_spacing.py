@@ -73,9 +73,11 @@ def _gaps(decoder: _SlowDecoder) -> list[tuple[float, float]]:
     return [(nxt[0] - prev[1], prev[1] - prev[0]) for prev, nxt in itertools.pairwise(p)]
 
 
-def test_while_the_voice_goes_on_a_slow_pass_is_followed_by_as_long_a_rest() -> None:
-    decoder = _SlowDecoder(0.4)  # slower than the 300 ms cadence: the decoder is behind
-    rec = _recogniser(decoder)
+def _slow_talk(**options: float) -> list[tuple[float, float]]:
+    """Three seconds of voice to a decoder slower than the 300 ms cadence (behind): the
+    gaps between its passes."""
+    decoder = _SlowDecoder(0.4)
+    rec = _recogniser(decoder, **options)
     rec.start()
     frames = _voice(3.0)
     try:
@@ -83,7 +85,11 @@ def test_while_the_voice_goes_on_a_slow_pass_is_followed_by_as_long_a_rest() -> 
         _talk(rec, frames[1:])
     finally:
         rec.stop()
-    gaps = _gaps(decoder)
+    return _gaps(decoder)
+
+
+def test_while_the_voice_goes_on_a_slow_pass_is_followed_by_as_long_a_rest() -> None:
+    gaps = _slow_talk()
     assert len(gaps) >= 2
     for rest, took in gaps:
         assert rest >= PARTIAL_SPACING * took - 0.005, gaps
@@ -92,16 +98,7 @@ def test_while_the_voice_goes_on_a_slow_pass_is_followed_by_as_long_a_rest() -> 
 def test_without_spacing_slow_passes_run_back_to_back() -> None:
     """The behaviour before (``partial_spacing=0``, the benchmark's ``unspaced``): what
     the test above would see, so it can fail."""
-    decoder = _SlowDecoder(0.4)
-    rec = _recogniser(decoder, partial_spacing=0.0)
-    rec.start()
-    frames = _voice(3.0)
-    try:
-        rec.begin(1, frames[:1])
-        _talk(rec, frames[1:])
-    finally:
-        rec.stop()
-    assert any(rest < 0.5 * took for rest, took in _gaps(decoder))
+    assert any(rest < 0.5 * took for rest, took in _slow_talk(partial_spacing=0.0))
 
 
 def test_the_pass_at_the_pause_never_waits_for_the_spacing() -> None:
