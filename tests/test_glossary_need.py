@@ -12,7 +12,7 @@ from app.asr.decoder import MAX_GLOSSARY_TOKENS, WhisperDecoder
 from app.asr.glossary import MAX_PIECES, pick_terms
 from app.asr.prior import term_prior
 from app.core.clock import SessionClock
-from app.core.config import PromptConfig, Settings
+from app.core.config import AsrConfig, PromptConfig, Settings
 from app.core.events import EventBus
 from app.session.candidate_documents import CandidateDocuments
 from devtools.bench.rescue import near_misses, rescue_terms
@@ -67,6 +67,28 @@ def test_plain_capitalised_words_in_prose_are_not_names(decoder: WhisperDecoder)
     terms = _picked(decoder)
     for word in ("Owned", "Built", "Wrote", "Mentor", "Run ClickHouse", "Experience", "Skills"):
         assert word not in terms, (word, terms)
+
+
+# --- hearing a steered name -------------------------------------------------------------
+
+
+def test_a_beam_hears_the_steered_name_a_greedy_pass_loses(decoder: WhisperDecoder) -> None:
+    """With the résumé's forty terms in the prompt, a greedy pass commits to "Datadog" (a
+    term, and likely after "first,") and never recovers "Larkspur"; the sentence with the
+    right name scores higher on the same audio, so a wider search finds it: why the
+    words an answer is asked for are decoded with ``asr.pause_beam`` (decision 0035)."""
+    audio = read_wav(Path(__file__).parent / "data" / "larkspur.wav")
+    decoder.set_terms(_picked(decoder))
+    try:
+        greedy = decoder.decode(audio).text
+        searched = decoder.decode(audio, beam=AsrConfig().pause_beam).text
+        right, wrote = (sum(s) for s in decoder.token_log_probs(
+            audio, ["What would you do first at Larkspur Logistics?", greedy]))
+    finally:
+        decoder.set_terms([])
+    assert "Larkspur" not in greedy  # what the beam is for
+    assert right > wrote  # a search error, not the model's: the audio supports the name
+    assert "Larkspur" in searched, searched
 
 
 # --- re-scoring near-misses -------------------------------------------------------------

@@ -250,13 +250,16 @@ def test_a_thinking_pause_of_700_ms_does_not_split_the_question(decoder: Whisper
 
 def test_the_interviewer_s_words_that_seem_to_trail_off_get_a_second_look(decoder: WhisperDecoder) -> None:
     """tiny.en's greedy pass hears this question's end as "rate limit or", a thinking
-    pause that would hold the turn for 1.5 s: the interviewer's pause pass decodes it
-    again with a beam (``asr.recheck_beam``)."""
+    pause that would hold the turn for 1.5 s: the interviewer's pause pass, greedy,
+    decodes it again with a beam (``asr.recheck_beam``); by default that pass searches
+    with a beam already (``asr.pause_beam``)."""
     clip = Path(__file__).parent / "data" / "rate-limiter.wav"
-    events, _ = replay(decoder, clip)
-    final = of(events, FinalEvent)[-1].text
-    assert "limiter" in final.lower() and "limit or" not in final
     greedy = Settings()
+    greedy.asr.pause_beam = 1
+    for settings in (Settings(), greedy):
+        events, _ = replay(decoder, clip, settings=settings)
+        final = of(events, FinalEvent)[-1].text
+        assert "limiter" in final.lower() and "limit or" not in final
     greedy.asr.recheck_beam = 1  # no second look: the split word stands
     events, _ = replay(decoder, clip, settings=greedy)
     assert of(events, FinalEvent)[-1].text.endswith("limit or")

@@ -66,18 +66,20 @@ class _SpyDecoder:
         self.heard: list[int] = []
         self.answers: list[bool] = []
         self.rechecked: list[bool] = []
+        self.beams: list[int] = []
 
     def decode(self, audio: Any, previous_text: str | None = None, *, language: str | None = None,
                wanted: Callable[[], bool] | None = None, recheck: Callable[[str], bool] | None = None,
-               recheck_beam: int = 5) -> Hypothesis:
+               recheck_beam: int = 5, beam: int = 1) -> Hypothesis:
         self.entered.set()
         assert self.release.wait(NEVER_S)
         self.heard.append(len(audio))
         self.rechecked.append(recheck is not None)
+        self.beams.append(beam)
         if wanted is not None:
             self.answers.append(wanted())
         hyp = self._real.decode(audio, language=None if self._detected else language, wanted=wanted,
-                                recheck=recheck, recheck_beam=recheck_beam)
+                                recheck=recheck, recheck_beam=recheck_beam, beam=beam)
         return dataclasses.replace(hyp, language=self._detected, language_probability=0.9) \
             if self._detected else hyp
 
@@ -353,6 +355,19 @@ def test_only_a_pass_over_a_pause_rechecks_its_words(decoder: WhisperDecoder) ->
     spy = _SpyDecoder(decoder)
     _passes_at_pause(spy, 3, guess_hangover_s=0.03, recheck=_always, tone_passes=True)
     assert spy.rechecked == [True, True]  # the guess's pass and the hangover's
+
+
+def test_the_words_an_answer_is_asked_for_are_decoded_with_a_beam(decoder: WhisperDecoder) -> None:
+    """A greedy decoder loses a steered name to its first ordinary piece; the passes over
+    a pause (the guess's, the final's) search wider, captions while the voice goes on
+    stay greedy: they are many, and their last word is still being said."""
+    talking, _ = _run(decoder, speaker_pauses=False)
+    assert talking.beams and set(talking.beams) == {1}
+    pausing, _ = _run(decoder, speaker_pauses=True)
+    assert pausing.beams[:2] == [1, AsrConfig().pause_beam] and AsrConfig().pause_beam > 1
+    spy = _SpyDecoder(decoder)
+    _passes_at_pause(spy, 3, guess_hangover_s=0.03, config=AsrConfig(pause_beam=1), tone_passes=True)
+    assert spy.beams == [1, 1]  # 1: greedy everywhere
 
 
 def test_a_recheck_beam_of_one_never_rechecks(decoder: WhisperDecoder) -> None:

@@ -6,11 +6,14 @@ accepts shorter inputs, so we pad the audio only to the next bucket past its end
 to at least ``min_context_s``: below ~6 s of context tiny.en starts looping and
 mishearing, while 8 s hears as well as the full window at a fraction of a typical
 question's pass time (figures: decision 0012).
-Greedy decoding, fixed language, no timestamps, no VAD filter: the streaming layer
-already knows where speech is.  Greedy decoding is least sure of the last word, which no
-audio follows: "rate limiter" comes out as "rate limit or".  Where the caller doubts the
-words it got (a question that seems to trail off holds the turn for seconds), the same
-encoding is decoded again with a beam, for a few decoder steps more.
+Fixed language, no timestamps, no VAD filter: the streaming layer already knows where
+speech is.  Greedy decoding for captions while the voice goes on; the caller asks for a
+beam where the words are the ones an answer is asked for (a greedy decoder commits to
+each token alone, and loses a steered name to its first ordinary piece).  A beam is
+least sure of the last word too, which no audio follows: "rate limiter" comes out as
+"rate limit or".  Where the caller doubts the words it got (a question that seems to
+trail off holds the turn for seconds), the same encoding is decoded again with a wider
+beam, for a few decoder steps more.
 """
 
 from __future__ import annotations
@@ -158,13 +161,15 @@ class WhisperDecoder:
     def decode(self, audio: npt.NDArray[np.int16] | npt.NDArray[np.float32],
                previous_text: str | None = None, *, language: str | None = None,
                wanted: Callable[[], bool] | None = None,
-               recheck: Callable[[str], bool] | None = None, recheck_beam: int = 5) -> Hypothesis:
-        """One greedy pass; ``language`` overrides the decoder's (e.g. the session's choice).
+               recheck: Callable[[str], bool] | None = None, recheck_beam: int = 5,
+               beam: int = 1) -> Hypothesis:
+        """One pass, greedy or with a ``beam``; ``language`` overrides the decoder's (e.g. the
+        session's choice).
 
         ``wanted`` is asked once the encoder has run, about half-way through the pass:
         False raises :class:`Superseded` instead of generating words nobody will read.
-        ``recheck`` True for the greedy text: the words are decoded again from the same
-        encoding with a beam of ``recheck_beam``, and the beam's are returned.
+        ``recheck`` True for the pass's text: the words are decoded again from the same
+        encoding with the wider beam of ``recheck_beam``, and those are returned.
         """
         started = time.perf_counter()
         samples = audio.astype(np.float32) / 32768.0 if audio.dtype == np.int16 else audio
@@ -184,8 +189,8 @@ class WhisperDecoder:
         # the cap, or a long glossary would leave a short question no room to be written
         max_length = glossary_tokens + min(
             MAX_TOKENS, TOKENS_SLACK + math.ceil(len(samples) / SAMPLE_RATE * TOKENS_PER_SECOND))
-        result, tokens, text = self._generate(encoded, prompt, max_length, tokenizer, language, beam=1)
-        if recheck is not None and text and recheck(text):
+        result, tokens, text = self._generate(encoded, prompt, max_length, tokenizer, language, beam=beam)
+        if recheck is not None and recheck_beam > beam and text and recheck(text):
             result, tokens, text = self._generate(encoded, prompt, max_length, tokenizer, language,
                                                   beam=recheck_beam)
         # CTranslate2 returns the length-normalised score; recover Whisper's avg_logprob.

@@ -439,10 +439,12 @@ class StreamingRecognizer:
 
     def _decode(self, audio: Samples, wanted: Callable[[], bool] | None = None, *,
                 paused: bool) -> tuple[str, Hypothesis]:
-        """``paused``: the audio ends in the speaker's pause (see ``recheck``)."""
+        """``paused``: the audio ends in the speaker's pause, so these are the words an
+        answer is asked for: decoded with ``config.pause_beam`` (see ``recheck``)."""
         recheck = self._recheck if paused and self._cfg.recheck_beam > 1 else None
         hyp: Hypothesis = self._decoder.decode(audio, language=self._language, wanted=wanted,
-                                               recheck=recheck, recheck_beam=self._cfg.recheck_beam)
+                                               recheck=recheck, recheck_beam=self._cfg.recheck_beam,
+                                               beam=self._cfg.pause_beam if paused else 1)
         self.passes += 1
         self.decode_seconds += hyp.seconds
         if is_hallucination(hyp, no_speech_threshold=self._cfg.no_speech_threshold,
