@@ -4,6 +4,7 @@ term only where the decoder, on the same audio, finds the term at least as likel
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
@@ -70,6 +71,20 @@ def test_plain_capitalised_words_in_prose_are_not_names(decoder: WhisperDecoder)
 
 
 # --- hearing a steered name -------------------------------------------------------------
+
+
+def test_the_stack_set_is_spoken_by_screened_voices_and_names_what_it_says() -> None:
+    """The corpus the glossary's goal is measured on: its voices come from the screen's
+    candidates, and each name a question counts is in its text (what the transcript is
+    scored against) and in what the synthesizer reads, respelt at most."""
+    spec = json.loads((STACK / "questions.json").read_text(encoding="utf-8"))
+    assert spec["voices"] and set(spec["voices"]) <= set(spec["candidates"])
+    assert len(spec["plain"]) >= 12 and not any(n in p for q in spec["questions"] for n in q["names"]
+                                                for p in spec["plain"])
+    for question in spec["questions"]:
+        assert question["names"] and all(n in question["text"] for n in question["names"]), question
+        said = question.get("say", question["text"])
+        assert len(said.split()) >= len(question["text"].split()) - 1, question
 
 
 def test_a_beam_hears_the_steered_name_a_greedy_pass_loses(decoder: WhisperDecoder) -> None:

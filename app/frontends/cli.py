@@ -507,6 +507,8 @@ def _parser() -> argparse.ArgumentParser:
                                              "with no steering (default: the glossary's MAX_PIECES)")
             b.add_argument("--glossary", help="comma-separated terms ahead of the documents' "
                                               "(default: [asr] glossary)")
+            b.add_argument("--beams", help="comma-separated beam widths of the final, each with every "
+                                           "budget (default: [asr] pause_beam; 1 is greedy)")
     for name, helptext in (("recall", "résumé recall: is the right line first (devtools/bench/know)"),
                            ("answers", "the bundled model's answers: invented specifics, words, 1st token")):
         b = bench_sub.add_parser(name, help=helptext)
