@@ -182,7 +182,12 @@ def test_the_pass_over_the_hangover_waits_for_the_verdict_on_the_words_of_the_pa
            speed=0.5, turn_signals=load, options=ListenerOptions(TonePassListening()))
     last = max(i for i, (_, paused) in enumerate(passes) if paused)  # the pass over the hangover
     assert last > 0, passes
-    # the pass before it heard all the voice (the guess's, or a partial that ended with it)
+    if not passes[last - 1][1]:
+        # On a busy machine a slow partial can end exactly at the voice's end; the guess's
+        # pass is then moot (decision 0027) and nothing over the pause asked for the hold,
+        # which starts once a pass has heard the pause (StreamingRecognizer.defer).
+        pytest.skip("the voice's end was heard by a partial pass, not by the guess's")
+    # the pass before it heard all the voice and the pause: the guess's
     words_heard = passes[last - 1][0]
     verdict = next((done for began, done in verdicts if began >= words_heard), None)
     assert verdict is not None and passes[last][0] >= verdict - 0.01, (passes[last - 1:], verdicts)
