@@ -44,6 +44,7 @@ import tempfile
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -57,7 +58,7 @@ from app.core.text import words
 from app.observing.percentile import median, p95
 from devtools.bench.corpus import error_unit, read_audio, wer
 from devtools.bench.rescue import rescue_terms
-from devtools.bench.synth import pink_noise, speak, write_wav
+from devtools.bench.synth import at_peak, pink_noise, speak, write_wav
 
 RESUME_EN = """\
 # Sam Rivera - Platform Engineer
@@ -173,7 +174,7 @@ def build(out: Path, zh: bool) -> None:
 def _build_stack(out: Path) -> None:
     """The stack set, as ``stack`` and ``stack-noisy`` (the same layout as ``en``): every
     question in every voice of ``voices``, voice by voice."""
-    spec = json.loads((STACK / "questions.json").read_text(encoding="utf-8"))
+    spec = _stack_spec()
     resume = (STACK / "resume.md").read_text(encoding="utf-8")
     job = (STACK / "job.md").read_text(encoding="utf-8")
     clips = [(q["text"], tuple(q["names"]), voice, speak(q.get("say", q["text"]), voice))
@@ -181,12 +182,19 @@ def _build_stack(out: Path) -> None:
     _write_sets(out, "stack", resume, job, clips, "en")
 
 
+def _stack_spec() -> dict[str, Any]:
+    """``questions.json``: the stack set's voices, their candidates, the plain sentences
+    they are screened on and the questions."""
+    spec: dict[str, Any] = json.loads((STACK / "questions.json").read_text(encoding="utf-8"))
+    return spec
+
+
 def screen(settings: Settings) -> dict[str, float]:
     """Each candidate voice's WER on the stack set's ``plain`` sentences (no names, no
     steering), printed with what it misheard: the evidence for ``voices``, which holds
     those at or under :data:`SCREEN_WER`.  Independent of the names on purpose: a voice is
     chosen for how well the recogniser hears it, never for how the glossary fares on it."""
-    spec = json.loads((STACK / "questions.json").read_text(encoding="utf-8"))
+    spec = _stack_spec()
     decoder = load_decoder(settings.asr.model_copy(update={"language": "en"}))
     rates: dict[str, float] = {}
     for voice in spec["candidates"]:
@@ -225,8 +233,7 @@ def _write_sets(out: Path, name: str, resume: str, job: str,
 
 def _padded(speech: np.ndarray, lead_s: float, tail_s: float) -> np.ndarray:
     """``speech`` at -3 dBFS peak between ``lead_s`` and ``tail_s`` of silence."""
-    speech = speech * (0.7 * 32767 / max(1.0, float(np.abs(speech).max())))
-    return np.concatenate([np.zeros(round(lead_s * SAMPLE_RATE)), speech,
+    return np.concatenate([np.zeros(round(lead_s * SAMPLE_RATE)), at_peak(speech),
                            np.zeros(round(tail_s * SAMPLE_RATE))])
 
 

@@ -35,7 +35,7 @@ import numpy as np
 
 from app.audio.frames import SAMPLE_RATE
 from devtools.bench.corpus import read_audio
-from devtools.bench.synth import pink_noise, speak, write_wav
+from devtools.bench.synth import at_peak, pink_noise, speak, write_wav
 
 QUESTIONS: tuple[tuple[tuple[str, ...], str], ...] = (
     (("What made you choose software engineering as a career?",), "flite:slt"),
@@ -88,7 +88,7 @@ def build(out: Path, noise_dbfs: float | None = None, *, pauses_within: bool = T
                 pieces.append(np.zeros(round(PAUSE_S * SAMPLE_RATE)))
                 t += PAUSE_S
             said = speak(part, voice)
-            pieces.append(said * (0.7 * 32767 / max(1.0, float(np.abs(said).max()))))
+            pieces.append(at_peak(said))
             t += len(said) / SAMPLE_RATE
         pieces.append(np.zeros(round(TAIL_S * SAMPLE_RATE)))
         audio = np.concatenate(pieces)

@@ -47,6 +47,12 @@ def speak(text: str, voice: str, rate_wpm: int | None = None) -> npt.NDArray[np.
         return read_audio(out).astype(np.float64)
 
 
+def at_peak(speech: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+    """``speech`` scaled so its peak is 70 % of 16-bit full scale (-3 dBFS): every
+    corpus's level, whatever the synthesizer's."""
+    return speech * (0.7 * 32767 / max(1.0, float(np.abs(speech).max())))
+
+
 def pink_noise(seconds: float, dbfs: float, seed: int = 0,
                rate: int = SAMPLE_RATE) -> npt.NDArray[np.float64]:
     """Pink (1/f) noise whose RMS is ``dbfs`` (a quiet office or a laptop fan is about -42)."""
