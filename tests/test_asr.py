@@ -8,7 +8,8 @@ import numpy as np
 
 from app.asr.decoder import WhisperDecoder
 from app.asr.errors import ModelError
-from app.asr.guards import cut_repetition, is_hallucination
+from app.asr.guards import is_hallucination
+from app.asr.loops import cut_repetition
 from app.asr.stabilizer import LocalAgreement
 from devtools.bench.corpus import wer
 from tests.speech import read_wav, synth

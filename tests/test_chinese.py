@@ -19,7 +19,8 @@ from faster_whisper import WhisperModel
 
 from app.asr.decoder import AUTO, Hypothesis, WhisperDecoder, load_decoder
 from app.asr.errors import ModelError
-from app.asr.guards import cut_repetition, is_hallucination
+from app.asr.guards import is_hallucination
+from app.asr.loops import cut_repetition
 from app.asr.model import load_model, resolve_model
 from app.asr.multilingual import FILES, Part, ensure_multilingual_model, model_folder
 from app.asr.script import ScriptConverter

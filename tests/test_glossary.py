@@ -13,7 +13,8 @@ from pytestqt.qtbot import QtBot
 
 from app.asr.decoder import Hypothesis, WhisperDecoder
 from app.asr.glossary import MAX_PIECES, MAX_TERMS, pick_terms, prompt_text, rough_pieces
-from app.asr.guards import cut_repetition, echoes_terms, is_hallucination
+from app.asr.guards import echoes_terms, is_hallucination
+from app.asr.loops import cut_repetition
 from app.asr.multilingual import ensure_multilingual_model
 from app.core.config import Settings
 from app.core.events import FinalEvent

@@ -31,7 +31,8 @@ from typing import Protocol
 import numpy as np
 
 from app.asr.decoder import AUTO, Hypothesis, Superseded, WhisperDecoder
-from app.asr.guards import cut_repetition, is_hallucination
+from app.asr.guards import is_hallucination
+from app.asr.loops import cut_repetition
 from app.asr.stabilizer import LocalAgreement
 from app.asr.worker import DecodeWorker, Job
 from app.audio.frames import SAMPLE_RATE, AudioFrame, Samples

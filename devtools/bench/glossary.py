@@ -50,7 +50,8 @@ import numpy as np
 
 from app.asr.decoder import WhisperDecoder, load_decoder
 from app.asr.glossary import MAX_PIECES, pick_terms
-from app.asr.guards import cut_repetition, is_hallucination
+from app.asr.guards import is_hallucination
+from app.asr.loops import cut_repetition
 from app.asr.prior import term_prior
 from app.audio.frames import SAMPLE_RATE
 from app.core.config import Settings
