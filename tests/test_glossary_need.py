@@ -1,6 +1,7 @@
 """The recogniser is steered with the names it needs, the candidate's everyday stack
-included, within the prompt Whisper has; and a final's near-miss of a term becomes the
-term only where the decoder, on the same audio, finds the term at least as likely."""
+included, within the prompt Whisper has; and a near-miss of a term in the words of record
+becomes the term only where the decoder, on the same audio, finds the term's sentence
+within its bonus (:mod:`app.asr.near_miss`)."""
 
 from __future__ import annotations
 
@@ -8,15 +9,18 @@ import json
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from app.asr.decoder import MAX_GLOSSARY_TOKENS, WhisperDecoder
 from app.asr.glossary import MAX_PIECES, pick_terms
+from app.asr.loops import cut_repetition
+from app.asr.near_miss import near_misses
 from app.asr.prior import term_prior
 from app.core.clock import SessionClock
 from app.core.config import AsrConfig, PromptConfig, Settings
 from app.core.events import EventBus
+from app.core.text import words
 from app.session.candidate_documents import CandidateDocuments
-from devtools.bench.rescue import near_misses, rescue_terms
 from devtools.bench.synth import pink_noise
 from tests.speech import read_wav, synth
 
@@ -85,6 +89,10 @@ def test_the_stack_set_is_spoken_by_screened_voices_and_names_what_it_says() -> 
         assert question["names"] and all(n in question["text"] for n in question["names"]), question
         said = question.get("say", question["text"])
         assert len(said.split()) >= len(question["text"].split()) - 1, question
+    # the look-alikes say none of the names: a name written there is a name not said
+    names = {w for q in spec["questions"] for n in q["names"] for w in words(n)}
+    assert len(spec["lookalikes"]) >= 24
+    assert not [s for s in spec["lookalikes"] if names & set(words(s))]
 
 
 def test_a_beam_hears_the_steered_name_a_greedy_pass_loses(decoder: WhisperDecoder) -> None:
@@ -106,42 +114,58 @@ def test_a_beam_hears_the_steered_name_a_greedy_pass_loses(decoder: WhisperDecod
     assert "Larkspur" in searched, searched
 
 
-# --- re-scoring near-misses -------------------------------------------------------------
+# --- mending near-misses ----------------------------------------------------------------
 
 QUESTION = "Why did you move the ledger from PostgreSQL to Kubernetes?"
-MISHEARD = "Why did you move the ledger from post-gorescuel to cube it?"
+MISHEARD = "Why did you move the ledger from post-gorescuel to Kubernetes?"
 
 
-def test_near_misses_are_nominated_by_letters_only_as_candidates() -> None:
-    spans = near_misses(MISHEARD, ["PostgreSQL", "Kubernetes", "Snowflake"])
-    assert {s.term for s in spans} >= {"PostgreSQL"}
-    assert not near_misses("Do you like the helmet?", ["Kubernetes"])
-    assert not near_misses(QUESTION, ["PostgreSQL", "Kubernetes"])  # already written
+def test_a_name_the_model_prefers_to_misspell_is_mended_where_the_audio_says_it(
+        decoder: WhisperDecoder) -> None:
+    """What the beam cannot do: on this voice the model itself prefers "Deadbism" (its
+    sentence scores higher than the one with the name), by less than the name's bonus;
+    the words of record say Debezium, the search's own words stay on the hypothesis."""
+    audio = read_wav(Path(__file__).parent / "data" / "debezium.wav")
+    decoder.set_terms(_picked(decoder))
+    try:
+        searched = decoder.decode(audio, beam=AsrConfig().pause_beam)
+        mended = decoder.decode(audio, beam=AsrConfig().pause_beam, mend=True)
+        shown = cut_repetition(searched.text)
+        right, wrote = (sum(s) for s in decoder.token_log_probs(audio, [mended.text, shown]))
+    finally:
+        decoder.set_terms([])
+    assert "Debezium" not in shown and "Debezium" in mended.text, (shown, mended)
+    assert len(words(mended.text)) == len(words(shown))  # one word for one word, nothing else moved
+    assert wrote > right  # the model's own preference: no wider search would write the name
+    assert mended.searched == searched.text and mended.mend_seconds > 0
 
 
-def test_a_near_miss_becomes_the_term_where_the_audio_says_it(decoder: WhisperDecoder) -> None:
+def test_a_near_miss_of_a_text_decoded_elsewhere_is_mended_the_same_way(decoder: WhisperDecoder) -> None:
     audio = read_wav(synth(QUESTION, "en-us"))
     decoder.set_terms(["PostgreSQL", "Kubernetes", "Argo CD", "Terraform"])
     try:
-        assert rescue_terms(decoder, audio, MISHEARD) == QUESTION
+        assert decoder.mend(audio, MISHEARD) == QUESTION
     finally:
         decoder.set_terms(())
 
 
-def test_a_different_word_that_looks_alike_is_kept(decoder: WhisperDecoder) -> None:
-    said = "Tell me about Cuba next year."
+@pytest.mark.parametrize("said", ["Is Postgres enough for this ledger?",
+                                  "Did you ever study at Brightwater College?"])
+def test_a_word_that_was_said_is_kept_though_it_looks_like_a_term(decoder: WhisperDecoder, said: str) -> None:
+    """Nominated (a word nobody writes, alike in letters), refused by the audio: the
+    term's sentence loses by more than its bonus."""
     audio = read_wav(synth(said, "en-us"))
-    decoder.set_terms(["Kubernetes", "PostgreSQL"])
+    decoder.set_terms(["PostgreSQL", "Brightwell", "Kubernetes"])
     try:
-        assert near_misses(said, decoder.terms)  # nominated by letters…
-        assert rescue_terms(decoder, audio, said) == said  # …refused by the audio
+        assert near_misses(said, decoder.terms, decoder.pieces)  # nominated by letters…
+        assert decoder.mend(audio, said) == said  # …refused by the audio
     finally:
         decoder.set_terms(())
 
 
 def test_no_term_is_written_over_silence_or_noise(decoder: WhisperDecoder) -> None:
-    """A near-miss text over audio with no speech: the term would beat the near-miss
-    (both are guesses), but neither is heard, so nothing is replaced."""
+    """A near-miss text over audio with no speech: the term's sentence may beat the
+    near-miss's (both are guesses), but neither is heard, so nothing is replaced."""
     n = 16_000 * 4
     quiet = {"silence": np.zeros(n, dtype=np.int16),
              "room tone": pink_noise(4.0, -30.0, seed=8).astype(np.int16),
@@ -150,7 +174,7 @@ def test_no_term_is_written_over_silence_or_noise(decoder: WhisperDecoder) -> No
     decoder.set_terms(["PostgreSQL", "Kubernetes"])
     try:
         for name, audio in quiet.items():
-            assert rescue_terms(decoder, audio, MISHEARD) == MISHEARD, name
+            assert decoder.mend(audio, MISHEARD) == MISHEARD, name
     finally:
         decoder.set_terms(())
 

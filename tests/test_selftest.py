@@ -155,8 +155,8 @@ def test_missing_clip_is_a_failure_with_a_fix(monkeypatch: pytest.MonkeyPatch) -
     assert asr.status == "fail" and "demo.wav not found" in asr.detail
 
 
-@pytest.mark.parametrize("name", ["vad", "qt", "audio", "hotkeys", "opencc", "zh-model", "smart-turn",
-                                  "keychain"])
+@pytest.mark.parametrize("name", ["vad", "qt", "audio", "hotkeys", "opencc", "word-list", "zh-model",
+                                  "smart-turn", "keychain"])
 def test_each_shipped_part_passes_here(name: str) -> None:
     result = run_check(name, dict(selftest.CHECKS)[name])
     if name == "smart-turn" and find_model() is None:  # the optional [smart-turn] extra is absent

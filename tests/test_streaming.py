@@ -67,19 +67,21 @@ class _SpyDecoder:
         self.answers: list[bool] = []
         self.rechecked: list[bool] = []
         self.beams: list[int] = []
+        self.mended: list[bool] = []
 
     def decode(self, audio: Any, previous_text: str | None = None, *, language: str | None = None,
                wanted: Callable[[], bool] | None = None, recheck: Callable[[str], bool] | None = None,
-               recheck_beam: int = 5, beam: int = 1) -> Hypothesis:
+               recheck_beam: int = 5, beam: int = 1, mend: bool = False) -> Hypothesis:
         self.entered.set()
         assert self.release.wait(NEVER_S)
         self.heard.append(len(audio))
         self.rechecked.append(recheck is not None)
         self.beams.append(beam)
+        self.mended.append(mend)
         if wanted is not None:
             self.answers.append(wanted())
         hyp = self._real.decode(audio, language=None if self._detected else language, wanted=wanted,
-                                recheck=recheck, recheck_beam=recheck_beam, beam=beam)
+                                recheck=recheck, recheck_beam=recheck_beam, beam=beam, mend=mend)
         return dataclasses.replace(hyp, language=self._detected, language_probability=0.9) \
             if self._detected else hyp
 
@@ -363,11 +365,15 @@ def test_the_words_an_answer_is_asked_for_are_decoded_with_a_beam(decoder: Whisp
     stay greedy: they are many, and their last word is still being said."""
     talking, _ = _run(decoder, speaker_pauses=False)
     assert talking.beams and set(talking.beams) == {1}
+    assert not any(talking.mended)
     pausing, _ = _run(decoder, speaker_pauses=True)
     assert pausing.beams[:2] == [1, AsrConfig().pause_beam] and AsrConfig().pause_beam > 1
+    assert pausing.mended[:2] == [False, True]  # the words of record: near-misses mended too
     spy = _SpyDecoder(decoder)
-    _passes_at_pause(spy, 3, guess_hangover_s=0.03, config=AsrConfig(pause_beam=1), tone_passes=True)
+    _passes_at_pause(spy, 3, guess_hangover_s=0.03, config=AsrConfig(pause_beam=1, mend_names=False),
+                     tone_passes=True)
     assert spy.beams == [1, 1]  # 1: greedy everywhere
+    assert spy.mended == [False, False]
 
 
 def test_a_recheck_beam_of_one_never_rechecks(decoder: WhisperDecoder) -> None:

@@ -30,8 +30,10 @@ import numpy.typing as npt
 from faster_whisper import WhisperModel
 from faster_whisper.tokenizer import Tokenizer
 
+from app.asr import near_miss
 from app.asr.errors import ModelError
 from app.asr.glossary import MAX_PIECES, prompt_text
+from app.asr.loops import cut_repetition
 from app.asr.model import load_model
 from app.asr.punctuation import chinese_punctuation
 from app.asr.script import ChineseScript, ScriptConverter
@@ -79,6 +81,11 @@ class Hypothesis:
     """Whisper's probability for ``language`` when it was detected, else 1."""
     prompted: tuple[str, ...] = ()
     """The glossary terms the pass was prompted with (the guards drop them said back)."""
+    searched: str = ""
+    """The search's own words when a near-miss of a term was mended in ``text``, else ""."""
+    mend_seconds: float = 0.0
+    """Wall time the near-miss check took (part of ``seconds``): a scoring batch only when
+    a span was nominated."""
 
     @property
     def words(self) -> list[str]:
@@ -129,6 +136,8 @@ class WhisperDecoder:
         write Chinese terms: they are left out of its prompt.
         """
         self._terms = tuple(t for t in terms if t.strip() and (self._multilingual or not has_cjk(t)))
+        if self._terms_for("en"):
+            near_miss.english_words()  # read now, not on the first turn a name is misheard
 
     def pieces(self, term: str) -> int:
         """How many tokens this model's tokenizer writes ``term`` in (after a space): the
@@ -150,9 +159,33 @@ class WhisperDecoder:
         samples = samples[: FULL_FRAMES * HOP]
         frames = math.ceil(len(samples) / HOP) if whole else self._frames_for(len(samples))
         encoded = self._encode(samples, frames, to_cpu=True)
-        batch = np.ascontiguousarray(np.repeat(np.asarray(encoded), len(texts), axis=0))
         tokenizer = self._tokenizer(language)
         prompt, _ = self._prompt(tokenizer, language, None, self._terms_for(language) if steered else ())
+        return self._scores(encoded, frames, prompt, tokenizer, texts)
+
+    def mend(self, audio: npt.NDArray[np.int16] | npt.NDArray[np.float32], text: str) -> str:
+        """``text`` (what a pass over ``audio`` wrote) with the near-misses of the glossary
+        the audio supports mended (:mod:`app.asr.near_miss`): what ``decode(mend=True)``
+        does after its search, for a text decoded elsewhere."""
+        samples = audio.astype(np.float32) / 32768.0 if audio.dtype == np.int16 else audio
+        samples = samples[: FULL_FRAMES * HOP]
+        frames = self._frames_for(len(samples))
+        return self._mended(self._encode(samples, frames, to_cpu=True), frames, self._tokenizer("en"), text)
+
+    def _mended(self, encoded: ctranslate2.StorageView, frames: int, tokenizer: Tokenizer,
+                text: str) -> str:
+        """``text`` with its near-misses mended, scored on this encoding behind a prompt of
+        the nominated terms alone: the whole glossary's 130 tokens would cost each sentence
+        75 ms of decoder prefill, a few terms' 13 (tiny.en, 2 cores)."""
+        def scores(texts: list[str], terms: list[str]) -> list[list[float]]:
+            prompt, _ = self._prompt(tokenizer, "en", None, tuple(terms))
+            return self._scores(encoded, frames, prompt, tokenizer, texts)
+        return near_miss.mend(text, self._terms_for("en"), self.pieces, scores)
+
+    def _scores(self, encoded: ctranslate2.StorageView, frames: int, prompt: list[int],
+                tokenizer: Tokenizer, texts: list[str]) -> list[list[float]]:
+        """Each text's token log-probabilities after ``prompt``, on one encoding (one batch)."""
+        batch = np.ascontiguousarray(np.repeat(np.asarray(encoded), len(texts), axis=0))
         tokens = [tokenizer.encode(" " + text.strip()) for text in texts]
         results = self._model.model.align(ctranslate2.StorageView.from_array(batch), prompt, tokens,
                                           [frames] * len(texts))
@@ -162,9 +195,10 @@ class WhisperDecoder:
                previous_text: str | None = None, *, language: str | None = None,
                wanted: Callable[[], bool] | None = None,
                recheck: Callable[[str], bool] | None = None, recheck_beam: int = 5,
-               beam: int = 1) -> Hypothesis:
+               beam: int = 1, mend: bool = False) -> Hypothesis:
         """One pass, greedy or with a ``beam``; ``language`` overrides the decoder's (e.g. the
-        session's choice).
+        session's choice).  ``mend``: an English pass's near-misses of the glossary are
+        checked against the same encoding (:mod:`app.asr.near_miss`).
 
         ``wanted`` is asked once the encoder has run, about half-way through the pass:
         False raises :class:`Superseded` instead of generating words nobody will read.
@@ -193,12 +227,21 @@ class WhisperDecoder:
         if recheck is not None and recheck_beam > beam and text and recheck(text):
             result, tokens, text = self._generate(encoded, prompt, max_length, tokenizer, language,
                                                   beam=recheck_beam)
+        searched, mending = "", time.perf_counter()
+        if mend and language == "en" and terms and text:
+            shown = cut_repetition(text)  # a loop says the near-miss twice: mend what is shown
+            mended = self._mended(encoded, frames, tokenizer, shown)
+            if mended != shown:
+                searched, text = text, mended
+        mending = time.perf_counter() - mending
         # CTranslate2 returns the length-normalised score; recover Whisper's avg_logprob.
         avg_logprob = result.scores[0] * len(tokens) / (len(tokens) + 1) if result.scores else 0.0
         return Hypothesis(text=text, no_speech_prob=float(result.no_speech_prob),
-                          avg_logprob=float(avg_logprob), compression_ratio=compression_ratio(text),
+                          avg_logprob=float(avg_logprob),
+                          compression_ratio=compression_ratio(searched or text),  # the loop guard: raw
                           seconds=time.perf_counter() - started, language=language,
-                          language_probability=probability, prompted=terms)
+                          language_probability=probability, prompted=terms, searched=searched,
+                          mend_seconds=mending)
 
     def _encode(self, samples: npt.NDArray[np.generic], frames: int, *,
                 to_cpu: bool) -> ctranslate2.StorageView:

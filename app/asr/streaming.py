@@ -441,12 +441,13 @@ class StreamingRecognizer:
     def _decode(self, audio: Samples, wanted: Callable[[], bool] | None = None, *,
                 paused: bool) -> tuple[str, Hypothesis]:
         """``paused``: the audio ends in the speaker's pause, so these are the words an
-        answer is asked for: decoded with ``config.pause_beam`` (see ``recheck``)."""
+        answer is asked for: decoded with ``config.pause_beam`` (see ``recheck``), their
+        near-misses of the glossary mended (``config.mend_names``)."""
         beam = self._cfg.pause_beam if paused else 1
         recheck = self._recheck if paused and self._cfg.recheck_beam > beam else None
         hyp: Hypothesis = self._decoder.decode(audio, language=self._language, wanted=wanted,
                                                recheck=recheck, recheck_beam=self._cfg.recheck_beam,
-                                               beam=beam)
+                                               beam=beam, mend=paused and self._cfg.mend_names)
         self.passes += 1
         self.decode_seconds += hyp.seconds
         if is_hallucination(hyp, no_speech_threshold=self._cfg.no_speech_threshold,

@@ -111,11 +111,17 @@ class AsrConfig(_Section):
     and greedy decoding is least sure of the last word: they are decoded again with this
     beam, Whisper's own default (the width its published accuracy was measured with).
     1: never."""
+    mend_names: bool = True
+    """The words an answer is asked for are checked for a near-miss of a glossary term
+    ("posters, QL" for PostgreSQL), and the term is written where the same decoder, on the
+    same audio, finds its sentence within 2 nats a token of the term of its own words
+    (:mod:`app.asr.near_miss`, decision 0036).  Only a word spelt from pieces nominates, so
+    a question of everyday words costs nothing.  False: the search's words."""
     glossary: list[str] = Field(default_factory=list, max_length=200)
     """Names your interviews will use (a product, a company, a tool: "CockroachDB",
     "ArgoCD", "星澜支付"): the recogniser is steered towards their spelling, these first,
-    then the rarest names of the résumé and job description, 24 terms at most
-    (:mod:`app.asr.glossary`)."""
+    then the names of the résumé and job description the model needs most, within 128
+    tokens (:mod:`app.asr.glossary`)."""
 
 
 class LanguageWords(_Section):

@@ -23,6 +23,7 @@ COMPONENTS: tuple[tuple[str, str, str | None], ...] = (
     ("sounddevice", "sounddevice", "sounddevice"),
     ("webrtcvad", "webrtcvad-wheels", None),
     ("numpy", "numpy", "numpy"),
+    ("pyspellchecker (English word list only)", "pyspellchecker", None),
     ("llama-cpp-python", "llama_cpp_python", None),
     ("onnxruntime", "onnxruntime", None),
     ("pipecat-ai (Smart Turn model only)", "pipecat-ai", None),

@@ -270,6 +270,17 @@ def _absent(what: str) -> NoReturn:
     raise Skipped(what)
 
 
+def check_word_list() -> str:
+    """The English word list that tells a misheard name ("Deadbism") from a real word."""
+    from app.asr.near_miss import english_words
+
+    known = english_words()
+    if not known or "answerable" not in known:
+        raise CheckFailed("the English word list (pyspellchecker's en.json.gz) cannot be read: "
+                          "misheard names of the résumé are not mended", "reinstall the app")
+    return f"{len(known):,} English words"
+
+
 def check_zh_model() -> str:
     """The multilingual Whisper's parts are installed and assemble to the pinned SHA-256."""
     import importlib.util
@@ -329,6 +340,7 @@ CHECKS: list[tuple[str, Check]] = [
     ("audio", check_audio),
     ("hotkeys", check_hotkeys),
     ("opencc", check_opencc),
+    ("word-list", check_word_list),
     ("zh-model", check_zh_model),
     ("smart-turn", check_smart_turn),
     ("keychain", check_keychain),
