@@ -13,7 +13,8 @@ each token alone, and loses a steered name to its first ordinary piece).  A beam
 least sure of the last word too, which no audio follows: "rate limiter" comes out as
 "rate limit or".  Where the caller doubts the words it got (a question that seems to
 trail off holds the turn for seconds), the same encoding is decoded again with a wider
-beam, for a few decoder steps more.
+beam, for a few decoder steps more.  The words of record may then have a near-miss of a
+glossary term mended on the same encoding (:mod:`app.asr.near_miss`).
 """
 
 from __future__ import annotations

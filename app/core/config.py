@@ -115,8 +115,9 @@ class AsrConfig(_Section):
     """The words an answer is asked for are checked for a near-miss of a glossary term
     ("posters, QL" for PostgreSQL), and the term is written where the same decoder, on the
     same audio, finds its sentence within 2 nats a token of the term of its own words
-    (:mod:`app.asr.near_miss`, decision 0036).  Only a word spelt from pieces nominates, so
-    a question of everyday words costs nothing.  False: the search's words."""
+    (:mod:`app.asr.near_miss`, decision 0036).  Only a word nobody writes (no English word,
+    spelt from pieces) nominates, so "logistic regression" stays itself and a question of
+    everyday words costs nothing.  False: the search's words."""
     glossary: list[str] = Field(default_factory=list, max_length=200)
     """Names your interviews will use (a product, a company, a tool: "CockroachDB",
     "ArgoCD", "星澜支付"): the recogniser is steered towards their spelling, these first,
