@@ -204,8 +204,10 @@ def screen(settings: Settings) -> dict[str, float]:
     rates: dict[str, float] = {}
     for voice in spec["candidates"]:
         utterances = [_padded(speak(text, voice), PRE_ROLL_S, HANGOVER_S) for text in spec["plain"]]
-        heard = [_shown(hyp.text, hyp) for hyp, _, _ in  # greedy
-                 (_final(decoder, u.astype(np.int16), 1) for u in utterances)]
+        heard = []
+        for utterance in utterances:
+            hyp, _, _ = _final(decoder, utterance.astype(np.int16), 1)  # greedy, no terms
+            heard.append(_shown(hyp.text, hyp))
         rates[voice] = wer(spec["plain"], heard)
         kept = "kept" if rates[voice] <= SCREEN_WER else "left out"
         print(f"{voice:24} WER {rates[voice]:6.1%}  {kept}", flush=True)
