@@ -128,7 +128,8 @@ def test_nothing_to_nominate_asks_for_no_scores(text: str) -> None:
 @pytest.fixture
 def damaged_word_list(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[None]:
     """The install's word list cut short, read afresh (and the real one again after)."""
-    (tmp_path / "en.json.gz").write_bytes(gzip.compress(b'{"the": 1, "answ')[:-8])
+    (tmp_path / "resources").mkdir()
+    (tmp_path / "resources" / "en.json.gz").write_bytes(gzip.compress(b'{"the": 1, "answ')[:-8])
     monkeypatch.setattr(near_miss, "files", lambda package: tmp_path)
     near_miss.english_words.cache_clear()
     yield

@@ -161,7 +161,7 @@ def english_words() -> frozenset[str] | None:
     None when it cannot be read (a damaged install, which the self-test names): then
     nothing is nominated, and the words stay as the search wrote them."""
     try:
-        with gzip.open(str(files("spellchecker.resources") / "en.json.gz"), "rt", encoding="utf-8") as f:
+        with gzip.open(str(files("spellchecker") / "resources" / "en.json.gz"), "rt", encoding="utf-8") as f:
             return frozenset(json.load(f))
     except (ImportError, OSError, EOFError, ValueError) as exc:
         log.warning("the English word list cannot be read (%s): names are not mended", exc)
