@@ -151,13 +151,11 @@ class WhisperDecoder:
         """Each text's tokens (after a space) scored by this decoder over ``audio``: the
         log-probability of every token given the ones before it, after the prompt a pass
         uses (``steered`` False: without the glossary).  One encoder pass, one batch: what
-        :func:`app.asr.prior.term_prior` ranks the glossary by (and ``bench glossary``'s near-miss
-        re-scoring compares a near-miss and its term with, on the same audio).
+        :func:`app.asr.prior.term_prior` ranks the glossary by.
         ``whole``: encode exactly the audio, not the context a pass pads it to (cheaper)."""
         if not texts:
             return []
-        samples = audio.astype(np.float32) / 32768.0 if audio.dtype == np.int16 else audio
-        samples = samples[: FULL_FRAMES * HOP]
+        samples = _window(audio)
         frames = math.ceil(len(samples) / HOP) if whole else self._frames_for(len(samples))
         encoded = self._encode(samples, frames, to_cpu=True)
         tokenizer = self._tokenizer(language)
@@ -168,8 +166,7 @@ class WhisperDecoder:
         """``text`` (what a pass over ``audio`` wrote) with the near-misses of the glossary
         the audio supports mended (:mod:`app.asr.near_miss`): what ``decode(mend=True)``
         does after its search, for a text decoded elsewhere."""
-        samples = audio.astype(np.float32) / 32768.0 if audio.dtype == np.int16 else audio
-        samples = samples[: FULL_FRAMES * HOP]
+        samples = _window(audio)
         frames = self._frames_for(len(samples))
         return self._mended(self._encode(samples, frames, to_cpu=True), frames, self._tokenizer("en"), text)
 
@@ -207,8 +204,7 @@ class WhisperDecoder:
         encoding with the wider beam of ``recheck_beam``, and those are returned.
         """
         started = time.perf_counter()
-        samples = audio.astype(np.float32) / 32768.0 if audio.dtype == np.int16 else audio
-        samples = samples[: FULL_FRAMES * HOP]
+        samples = _window(audio)
         frames = self._frames_for(len(samples))
         encoded = self._encode(samples, frames, to_cpu=False)
         if wanted is not None and not wanted():
@@ -310,6 +306,12 @@ class WhisperDecoder:
         if prompt:
             prompt = [tokenizer.sot_prev, *prompt]
         return [*prompt, *tokenizer.sot_sequence, tokenizer.no_timestamps], len(steering)
+
+
+def _window(audio: npt.NDArray[np.int16] | npt.NDArray[np.float32]) -> npt.NDArray[np.generic]:
+    """The samples a pass reads: float in [-1, 1], at most Whisper's 30 s window."""
+    samples = audio.astype(np.float32) / 32768.0 if audio.dtype == np.int16 else audio
+    return samples[: FULL_FRAMES * HOP]
 
 
 def compression_ratio(text: str) -> float:

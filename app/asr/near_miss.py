@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from difflib import SequenceMatcher
 from importlib.resources import files
 
-from app.core.text import has_cjk, words
+from app.core.text import has_cjk, says, words
 
 log = logging.getLogger(__name__)
 
@@ -95,7 +95,7 @@ def near_misses(text: str, terms: Sequence[str], pieces: Pieces) -> list[NearMis
     found: list[NearMiss] = []
     for term in terms:
         target, seq = _letters(term), words(term)
-        if has_cjk(term) or len(target) < 3 or _contains(said, seq):
+        if has_cjk(term) or len(target) < 3 or says(said, seq):
             continue
         matcher.set_seq2(target)  # difflib caches what it learns of the second sequence
         best: NearMiss | None = None
@@ -173,10 +173,6 @@ def _nobody_writes(token: str, english: frozenset[str], term_words: set[str], pi
     English word, not a word of a term ("Grafana" said right), spelt from pieces?"""
     return any(part.lower() not in english and part.lower() not in term_words and pieces(part) > 1
                for part in _PART.findall(token))
-
-
-def _contains(said: list[str], seq: list[str]) -> bool:
-    return any(said[i: i + len(seq)] == seq for i in range(len(said) - len(seq) + 1))
 
 
 def _letters(text: str) -> str:

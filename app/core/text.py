@@ -54,6 +54,11 @@ def words(text: str, fillers: Iterable[str] = ()) -> list[str]:
     return out
 
 
+def says(said: list[str], seq: list[str]) -> bool:
+    """Do the words ``said`` hold the words ``seq`` in a row (both as :func:`words` gives)?"""
+    return any(said[i:i + len(seq)] == seq for i in range(len(said) - len(seq) + 1))
+
+
 Tags = tuple[tuple[str, ...], ...]
 """Trailing tags ("right?", "you know", 对吧) as word sequences: they ask for agreement
 and change no question."""

@@ -56,7 +56,7 @@ from app.asr.loops import cut_repetition
 from app.asr.prior import term_prior
 from app.audio.frames import SAMPLE_RATE
 from app.core.config import Settings
-from app.core.text import words
+from app.core.text import says, words
 from app.observing.percentile import median, p95
 from devtools.bench.corpus import error_unit, read_audio, wer
 from devtools.bench.synth import at_peak, pink_noise, speak, write_wav
@@ -384,8 +384,7 @@ def _shown(text: str, hyp: Hypothesis) -> str:
 
 
 def _said(name: str, text: str) -> bool:
-    seq, said = words(name), words(text)
-    return any(said[i:i + len(seq)] == seq for i in range(len(said) - len(seq) + 1))
+    return says(words(text), words(name))
 
 
 def _silence_and_noise(decoder: WhisperDecoder, terms: list[str], beam: int) -> dict[str, object]:
