@@ -10,7 +10,7 @@
 # machine; pip installs it.  llama-cpp-python is the exception: PyPI has no wheels of it, so
 # packaging/llama_wheel.sh compiles one from the locked sdist (hash-checked too) into
 # IC_WHEEL_DIR, where CI caches it, and it is installed from there.
-# After changing pyproject.toml's dependencies: .venv/bin/python -m uv lock (tests/test_lock.py
+# After changing pyproject.toml's dependencies: .venv/bin/python -m uv lock (tests/packaging/test_lock.py
 # fails until the lock agrees).
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"

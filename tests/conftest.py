@@ -28,18 +28,18 @@ E = TypeVar("E", bound=Event)
 SLOW_MARKS = ("pulse", "local_llm")
 """A private PulseAudio daemon or the embedded llama.cpp server: seconds to start each."""
 SLOW_MODULES = {
-    "tests.test_bundle": "builds the PyInstaller bundle",
-    "tests.test_replay_demo": "replays the demo through the bundle",
-    "tests.test_listen": "the whole app as a subprocess, in real time",
-    "tests.test_cli_faults": "the whole app as a subprocess, per fault",
-    "tests.test_session": "sessions in real time; a device lost under four busy processes",
-    "tests.test_listener": "speech replayed in real time through the listening half",
-    "tests.test_two_voices": "two voices replayed in real time",
-    "tests.test_window_e2e": "the window driven through a whole interview",
-    "tests.test_relay": "an nginx relay in front of the test server",
-    "tests.test_window_retry": "the window through a lost microphone, in real time",
-    "tests.test_cli_flags": "the whole app as a subprocess, per subcommand",
-    "tests.test_speech_fixture": "a child pytest per case",
+    "tests.packaging.test_pyinstaller_bundle": "builds the PyInstaller bundle",
+    "tests.packaging.test_replay_demo": "replays the demo through the bundle",
+    "tests.e2e.test_headless_listen": "the whole app as a subprocess, in real time",
+    "tests.frontends.test_cli_faults": "the whole app as a subprocess, per fault",
+    "tests.session.test_session": "sessions in real time; a device lost under four busy processes",
+    "tests.session.test_listener": "speech replayed in real time through the listening half",
+    "tests.e2e.test_two_voices": "two voices replayed in real time",
+    "tests.e2e.test_window_interview": "the window driven through a whole interview",
+    "tests.llm.test_relay": "an nginx relay in front of the test server",
+    "tests.ui.test_window_retry": "the window through a lost microphone, in real time",
+    "tests.frontends.test_cli_flags": "the whole app as a subprocess, per subcommand",
+    "tests.devtools.test_speech_fixture": "a child pytest per case",
 }
 """Modules whose tests run the app end to end; the rest is the quick tier."""
 

@@ -17,9 +17,9 @@ MARK = "linux_services"
 SPEECH_HELPERS = ("synth", "trimmed", "concat")
 """Names from tests.speech that run espeak-ng (directly or on a clip it made)."""
 MODULES = {
-    "tests.test_relay": "nginx",
-    "tests.test_bench_heldout": "flite and espeak-ng voices",
-    "tests.test_audio_device": "PulseAudio and espeak-ng",
+    "tests.llm.test_relay": "nginx",
+    "tests.devtools.test_bench_heldout": "flite and espeak-ng voices",
+    "tests.audio.test_device": "PulseAudio and espeak-ng",
 }
 """Modules whose every test needs a service, with what it is."""
 

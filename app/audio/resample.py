@@ -14,7 +14,7 @@ no noticeable latency.
 Why not ``soxr`` (its streaming ``ResampleStream``): its high quality is cheaper in CPU
 but holds back tens of milliseconds of output, and every frame (so the VAD's end of
 speech, the endpoint and the answer) would arrive that much later; its lower-latency
-settings fail the quality checks in tests/test_resample.py, and python-soxr exposes no
+settings fail the quality checks in tests/audio/test_resample.py, and python-soxr exposes no
 minimum-phase or short-filter option.  A sliver of a core is cheaper than a delay on
 every answer, so this stays (figures: decision 0012).
 """

@@ -349,7 +349,7 @@ CHECKS: list[tuple[str, Check]] = [
 
 def run_checks(checks: list[tuple[str, Check]] | None = None,
                on_result: Callable[[CheckResult], None] | None = None) -> Report:
-    from app.frontends.about import component_versions
+    from app.session.about import component_versions
 
     report = Report(version=__version__, frozen=bool(getattr(sys, "frozen", False)))
     for name, check in CHECKS if checks is None else checks:

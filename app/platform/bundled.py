@@ -184,7 +184,7 @@ executes unconditionally on x86-64: ggml turns on SSE4.2, AVX, AVX2, BMI2, FMA a
 (SSE3/SSSE3 come with them) and has no fallback in that build, so a CPU without one of them
 (Intel before Haswell, 2013; Pentium/Celeron/Atom of many later years; AMD before
 Excavator) dies of an illegal instruction the first time the model runs.  The names are
-Linux's /proc/cpuinfo flags.  tests/test_cpu_check.py compares this list with what the
+Linux's /proc/cpuinfo flags.  tests/platform/test_cpu_check.py compares this list with what the
 installed llama.cpp reports it was compiled for."""
 SKIP_CPU_CHECK_ENV = "INTERVIEW_COPILOT_SKIP_CPU_CHECK"
 """Set to 1 by someone who compiled llama-cpp-python for their own CPU (GGML_NATIVE=ON)."""

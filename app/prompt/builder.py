@@ -56,7 +56,7 @@ the first repeated line anyway."""
 DIGITS = "0123456789"
 NUMBER_WORDS = ("two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "twenty",
                 "hundred", "thousand", "million", "dozen")
-"""Banned with their leading space (" five"), each one SmolLM2 token (tests/test_prompt_local.py
+"""Banned with their leading space (" five"), each one SmolLM2 token (tests/prompt/test_local_prompt.py
 checks it: llama.cpp biases every token of a text, and " " must never be banned).  "one"
 stays: "one-on-one", "one thing" are not figures."""
 BANNED = -100.0

@@ -219,7 +219,7 @@ class MainWindow(QMainWindow):
 
     def show_about(self) -> None:
         """Versions of the bundled components and the models' licences."""
-        from app.frontends.about import about_text
+        from app.session.about import about_text
 
         QMessageBox.about(self, "About Interview Copilot", about_text())
 

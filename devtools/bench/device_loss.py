@@ -8,7 +8,7 @@ message naming the device, the session saved, within 5 s, every time.
 
     python -m devtools.bench.device_loss --runs 20 --busy 4
 
-The test suite runs the same :func:`lose_device` once under load (tests/test_session.py);
+The test suite runs the same :func:`lose_device` once under load (tests/session/test_session.py);
 this counts the promise over many runs and reports the median and p95.
 """
 

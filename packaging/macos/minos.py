@@ -11,7 +11,7 @@ crash on a user's Mac.
 
 Prints the highest minimum found and every file above the limit; exit 1 when any is.
 Pure Python (struct), so the rule is tested on Linux with synthetic headers
-(tests/test_macos_minos.py); ``vtool -show-build`` shows the same numbers on a Mac.
+(tests/packaging/test_macos_minos.py); ``vtool -show-build`` shows the same numbers on a Mac.
 """
 
 from __future__ import annotations

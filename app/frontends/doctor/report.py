@@ -33,7 +33,7 @@ def write_summary(results: Sequence[CheckResult], out: IO[str]) -> None:
 
 def write_json(results: Sequence[CheckResult], out: IO[str]) -> None:
     """``--json``: ``ok``, then every check's fields in order — what bug reports carry and
-    scripts read, so its keys and their order stay (tests/test_doctor.py pins them)."""
+    scripts read, so its keys and their order stay (tests/frontends/test_doctor_checks.py pins them)."""
     report = {"ok": not any(r.failed for r in results), "checks": [asdict(r) for r in results]}
     json.dump(redact_data(json.loads(json.dumps(report, default=str))), out, indent=1)
     out.write("\n")

@@ -9,7 +9,7 @@ A press arrives as a ``kEventHotKeyPressed`` event whose *direct object*
 type ``typeEventHotKeyID`` (``'hkid'``).  Asking for a parameter *named* ``'hkid'``
 returns ``eventParameterNotFoundErr`` on every press while registration still succeeds,
 so nothing ever fired.  The library comes in through ``MacBackend(carbon=...)`` so that
-``tests/test_hotkeys_platform.py`` drives this code on Linux with a fake Carbon that
+``tests/ui/test_hotkeys_platform.py`` drives this code on Linux with a fake Carbon that
 checks every argument type against the Carbon headers.
 """
 

@@ -16,7 +16,7 @@ re-emits them as a queued Qt signal).
 ``register``/``unregister_all`` are called from the GUI thread: they hand the work to the
 hotkey thread (a queue plus a posted ``WM_APP`` message) and wait for its answer, so
 ``_ids`` has one owner.  The libraries come in through the constructor so that
-``tests/test_hotkeys_platform.py`` drives all of this on Linux with a fake user32.
+``tests/ui/test_hotkeys_platform.py`` drives all of this on Linux with a fake user32.
 Importable on every OS (the DLLs are loaded only when the back-end is built).
 """
 
