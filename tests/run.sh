@@ -5,9 +5,11 @@
 # private PulseAudio for the capture test, Qt's runtime libraries, Xvfb, a CJK font for the
 # Chinese captions, flite for the held-out benchmark corpus), creates .venv,
 # installs the app with its extras (the installers ship the same), checks style and types (also
-# for Windows and macOS), runs pytest. The quick tier: bash tests/run.sh -m "not slow".
+# for Windows and macOS), runs pytest. The quick tier: bash tests/run.sh --fast [pytest args].
 set -euo pipefail
 cd "$(dirname "$0")/.."
+pytest_args=("$@")
+if [[ "${1:-}" == --fast ]]; then pytest_args=(-m "not slow" "${@:2}"); fi
 
 DEBS=(
   libportaudio2 espeak-ng sox pulseaudio pulseaudio-utils libasound2-plugins
@@ -37,4 +39,4 @@ CMAKE_ARGS="-DGGML_NATIVE=OFF" IC_WHEEL_DIR="${IC_WHEEL_DIR:-$HOME/.cache/interv
 .venv/bin/mypy app devtools
 .venv/bin/mypy --strict --platform win32 app
 .venv/bin/mypy --strict --platform darwin app
-exec .venv/bin/python -m pytest "$@"
+exec .venv/bin/python -m pytest "${pytest_args[@]}"

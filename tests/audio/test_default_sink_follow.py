@@ -26,8 +26,8 @@ import pytest
 
 from app.audio.frames import FRAME_SAMPLES, SAMPLE_RATE
 from devtools.pulse import PulseDaemon
-from tests.patience import NEVER_S
 from tests.audio.test_device import Capture, child_capture, needs_pulse
+from tests.patience import NEVER_S
 
 pytestmark = [pytest.mark.pulse, needs_pulse]
 

@@ -26,9 +26,9 @@ from app.audio.permission import (
     silence_warning,
     watches_for_silence,
 )
-from tests.patience import NEVER_S
-from tests.audio.test_device import Capture, PulseDaemon, child_capture, needs_pulse
 from tests.audio.test_deadlines import fake_portaudio  # noqa: F401  (a fixture)
+from tests.audio.test_device import Capture, PulseDaemon, child_capture, needs_pulse
+from tests.patience import NEVER_S
 
 RATE = 48_000
 

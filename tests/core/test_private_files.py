@@ -24,8 +24,8 @@ from app.core.private import make_dirs, private_dir, write_private_text
 from app.frontends.cli import _open_exclusively
 from app.observing.session_files import SessionLog, sessions_dir, write_markdown
 from app.platform import bundled
-from tests.speech import synth
 from tests.frontends.test_cli_faults import DEAD, env_for
+from tests.speech import synth
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="modes are a no-op on Windows by design")
 

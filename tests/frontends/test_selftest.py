@@ -1,4 +1,6 @@
-"""The self-test and About text, from the source tree (the bundle: tests/packaging/test_pyinstaller_bundle.py)."""
+"""The self-test and the About text, run from the source tree.
+
+The built bundle's self-test is in tests/packaging/test_pyinstaller_bundle.py."""
 
 from __future__ import annotations
 
@@ -12,9 +14,9 @@ import pytest
 
 from app import __version__
 from app.frontends import selftest
-from app.session.about import about_text, component_versions
 from app.frontends.selftest import CheckFailed, Skipped, find_asset, format_line, run_check, run_self_test
 from app.llm import bundle_server
+from app.session.about import about_text, component_versions
 from app.turns.sound import find_model
 
 REPO = Path(__file__).resolve().parents[2]

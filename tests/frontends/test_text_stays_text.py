@@ -20,8 +20,8 @@ from pytestqt.qtbot import QtBot
 from app.core.terminal import printable
 from app.frontends.console import LiveTranscript, TerminalStream
 from devtools.fake_server import FakeServer, Fault, Profile
-from tests.speech import synth
 from tests.frontends.test_cli_faults import env_for
+from tests.speech import synth
 
 TITLE = "\x1b]0;pwned\x07"
 CLEAR = "\x1b[2J\x1b[H"

@@ -241,8 +241,8 @@ def test_a_path_token_and_a_quoted_key_reach_no_output_and_no_file(tmp_path: Pat
     """The model echoes the key (with a quote and a backslash) and the relay's path token:
     the terminal, the session file and ``--events`` (JSON lines) hold neither, in any form."""
     from devtools.fake_server import FakeServer, Fault, Profile
-    from tests.speech import synth
     from tests.frontends.test_cli_faults import listen
+    from tests.speech import synth
 
     key = 'sk-"quoted\\key-123456'
     events = tmp_path / "events.jsonl"

@@ -33,9 +33,9 @@ from app.session.session import Session
 from devtools.bench.device_loss import DEVICE, lose_device
 from devtools.fake_server import FakeServer, Profile
 from devtools.load import busy_processes
+from tests.audio.test_device import needs_pulse
 from tests.conftest import EventRecorder
 from tests.speech import synth
-from tests.audio.test_device import needs_pulse
 
 QUESTION = "Why are you interested in this role?"
 

@@ -21,8 +21,8 @@ from app.core.config import Settings
 from app.core.events import ErrorEvent, Event
 from app.session import start_up
 from app.session.session import Session
-from tests.patience import NEVER_S
 from tests.frontends.test_cli_faults import env_for
+from tests.patience import NEVER_S
 
 ROOT = Path(__file__).resolve().parents[2]
 NO_PORTAUDIO = "raise OSError('PortAudio library not found')\n"

@@ -9,12 +9,11 @@ switched to.
 
 from __future__ import annotations
 
-import contextlib
 import threading
 from pathlib import Path
 from typing import Any, ClassVar
 
-from PySide6.QtCore import Signal
+from PySide6.QtCore import QObject, Signal
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
@@ -39,13 +38,23 @@ OLLAMA = "ollama"
 """The key of the Ollama preset in PROVIDER_PRESETS, and of the Ollama local choice."""
 
 
+class _ProbeAnswer(QObject):
+    """Carries the Ollama probe's answer to the tab. It has no parent and the probe thread
+    holds it, so a dialog closed meanwhile is disconnected by Qt, never emitted on from
+    another thread while its C++ object is being deleted (that crashed the process)."""
+
+    found = Signal(object)
+
+
+def _probe_ollama(answer: _ProbeAnswer) -> None:
+    answer.found.emit(find_ollama())
+
+
 class ModelTab(SettingsTab):
     """The local model rows, then the endpoint rows; the two follow each other for Ollama."""
 
     title: ClassVar[str] = "Model"
     labels: ClassVar[dict[str, str]] = {"llm.base_url": "Endpoint base URL", "llm.model": "Model"}
-    ollama_probed = Signal(object)
-    """The Ollama probe's result (:class:`OllamaFound` or None), from the probe's thread."""
 
     def __init__(self, s: Settings) -> None:
         super().__init__()
@@ -87,8 +96,10 @@ class ModelTab(SettingsTab):
         self.base_url.textChanged.connect(self.secrets.follow)
         self.base_url.textChanged.connect(lambda _text: self._update_local_note())
         self._update_local_note()
-        self.ollama_probed.connect(self._offer_ollama)
-        self.ollama_probe = threading.Thread(target=self._probe_ollama, name="ui-ollama-probe", daemon=True)
+        self._probe_answer = _ProbeAnswer()
+        self._probe_answer.found.connect(self._offer_ollama)
+        self.ollama_probe = threading.Thread(target=_probe_ollama, args=(self._probe_answer,),
+                                             name="ui-ollama-probe", daemon=True)
         """Asks whether Ollama runs, off the GUI thread: the dialog opens at once."""
         self.ollama_probe.start()
 
@@ -173,11 +184,6 @@ class ModelTab(SettingsTab):
         kind = self.local_kind.currentData()
         self._local_form.setRowVisible(self.gguf_row, kind == "gguf")
         self._local_form.setRowVisible(self.ollama_model, kind == OLLAMA)
-
-    def _probe_ollama(self) -> None:
-        found = find_ollama()
-        with contextlib.suppress(RuntimeError):  # the dialog was closed and deleted meanwhile
-            self.ollama_probed.emit(found)
 
     def _offer_ollama(self, found: OllamaFound | None) -> None:
         """Offer Ollama (with its models) when it runs; nothing else changes until the user
