@@ -37,7 +37,7 @@ from app.asr.stabilizer import LocalAgreement
 from app.asr.worker import DecodeWorker, Job
 from app.audio.frames import SAMPLE_RATE, AudioFrame, Samples
 from app.core.clock import SessionClock
-from app.core.config import AsrConfig
+from app.core.config import AsrConfig, VadConfig
 from app.core.events import ErrorEvent, FinalEvent, LanguageEvent, PartialEvent, Speaker
 
 LOCK_MIN_AUDIO_S = 1.0
@@ -54,6 +54,24 @@ call keep a share of the cores.  The pause's passes and the final never wait for
 halves that wait for at most twice the captions' cadence while the decoder is behind; more
 would stretch the captions further for an ever smaller gain (1/(1+k))."""
 
+
+
+@dataclass(frozen=True, slots=True)
+class Voice:
+    """Whose voice a recogniser hears, and what its passes are for."""
+
+    speaker: Speaker = "interviewer"
+    captions: bool = True
+    """Partials while the voice goes on; False decodes only at pauses (and for the final):
+    for a speaker whose partials are not shown, so the shared worker stays free."""
+    recheck: Callable[[str], bool] | None = None
+    """Words a pass over a pause should not trust from a greedy decode (they would hold the
+    turn for seconds): that pass decodes them again with ``AsrConfig.recheck_beam`` (see
+    :meth:`WhisperDecoder.decode`).  Passes while the voice goes on never do."""
+
+
+_PAUSES = VadConfig()
+_VOICE = Voice()
 
 
 class RecognitionHooks(Protocol):
@@ -123,44 +141,24 @@ class StreamingRecognizer:
     (shared by the session's recognisers, or a private one)."""
 
     def __init__(self, decoder: WhisperDecoder, config: AsrConfig, clock: SessionClock,
-                 hooks: RecognitionHooks, *, hangover_s: float = 0.09, guess_hangover_s: float = 0.03,
-                 reuse_final: bool = True, periodic: bool = True,
-                 speaker: Speaker = "interviewer", worker: DecodeWorker | None = None,
-                 recheck: Callable[[str], bool] | None = None, moot_passes: bool = False,
-                 partial_spacing: float = PARTIAL_SPACING, tone_passes: bool = False) -> None:
-        """``guess_hangover_s``: the silence a pause's pass for the guess waits for (not
-        shorter than ``hangover_s``: no such pass, as for a speaker whose words are never
-        guessed).
-        ``periodic`` False decodes only at pauses (and for the final): for a speaker whose
-        partials are not shown, so the shared worker stays free for the other one.
-        ``recheck``: words a pass over a pause should not trust from a greedy decode (they
-        would hold the turn for seconds): that pass decodes them again with the beam of
-        ``config.recheck_beam`` (see :meth:`WhisperDecoder.decode`).  Passes while the
-        voice goes on never do: their last word is still being said.
-        ``moot_passes``: also run a pass that would add only silence to one that heard all
-        the voice (a benchmark's baseline; see :meth:`_adds_only_silence`).
-        ``tone_passes``: also decode the hangover's room tone after a pass heard the voice
-        end, and make the final wait for that pass (a benchmark's baseline, the product
-        before decision 0033; see :meth:`_heard_voice_end`).
-        ``partial_spacing``: see :data:`PARTIAL_SPACING` (0: passes back to back, a
-        benchmark's baseline)."""
+                 hooks: RecognitionHooks, *, pauses: VadConfig = _PAUSES, voice: Voice = _VOICE,
+                 worker: DecodeWorker | None = None) -> None:
+        """``pauses``: how much unvoiced audio a pause's passes wait for (``hangover_ms``;
+        ``guess_hangover_ms`` for the guess's, none when it is not shorter); ``worker``: the
+        session's shared decoding thread (else a private one)."""
         self._decoder = decoder
-        self._recheck = recheck
+        self._recheck = voice.recheck
         self._cfg = config
         self._clock = clock
         self._hooks = hooks
         self._language: str | None = None if decoder.language == AUTO else decoder.language
-        self._hangover = hangover_s
-        self._guess_hangover = guess_hangover_s
-        self._reuse_final = reuse_final
-        self._moot_passes = moot_passes
-        self._tone_passes = tone_passes
-        self._spacing = partial_spacing
+        self._hangover = pauses.hangover_ms / 1000
+        self._guess_hangover = pauses.guess_hangover_ms / 1000
         self._next_partial_at = 0.0
         """``time.monotonic()`` before which no partial pass starts (see :meth:`_spaced`)."""
-        self._speaker: Speaker = speaker
-        self.priority = 0 if speaker == "interviewer" else 1
-        self._interval = config.partial_interval_ms / 1000 if periodic else float("inf")
+        self._speaker: Speaker = voice.speaker
+        self.priority = 0 if voice.speaker == "interviewer" else 1
+        self._interval = config.partial_interval_ms / 1000 if voice.captions else float("inf")
         self._stabilizer = LocalAgreement()
         self._worker = worker or DecodeWorker()
         self._cond = self._worker.cond
@@ -171,9 +169,6 @@ class StreamingRecognizer:
         self._pause_pass_wanted = False
         """The pass wanted is one that hears the pause (see :meth:`_still_wanted`)."""
         self._last_pass_request_end = 0.0
-        self._awaited: float | None = None
-        """Audio end of the words whose verdict the pass over the hangover waits for (see
-        :meth:`defer`); None: it waits for nothing."""
         self._finals: list[_FinalJob] = []
         self._busy = False
         self.passes = 0
@@ -201,7 +196,6 @@ class StreamingRecognizer:
 
     def begin(self, utterance: int, frames: list[AudioFrame]) -> None:
         with self._cond:
-            self._awaited = None
             self._current = _Utterance(number=utterance, start=frames[0].t, chunks=[])
             self._stabilizer.reset()
             self._last_pass_request_end = frames[0].t
@@ -218,7 +212,6 @@ class StreamingRecognizer:
             if voiced:
                 utt.last_voiced_end = frame.end
                 utt.guess_pass_due = utt.pause_pass_due = False
-                self._awaited = None
                 if frame.end - self._last_pass_request_end >= self._interval:
                     self._want_pass(frame.end)
             else:
@@ -238,28 +231,6 @@ class StreamingRecognizer:
                 utt.guess_pass_due = self._guess_hangover < self._hangover - 1e-6
                 utt.pause_pass_due = True
                 self._pass_if_due(utt)
-
-    def defer(self, audio_end: float) -> None:
-        """Until the verdict on the words decoded up to ``audio_end`` is in
-        (:meth:`verdict_in`), the pass over the hangover does not start once a pass has
-        heard the pause (the guess's); every other pass does, and a final.  The owner
-        defers while the CPU works on something a request waits for: the words model's
-        verdict on the words of a pause.  The pass over the hangover waits for no request
-        (the endpoint is ≥ 250 ms away), and on two cores the two slowed each other by
-        ~20 ms; the guess's pass may be what the request waits for.  Voice coming back, a
-        new utterance or a final ends it."""
-        with self._cond:
-            self._awaited = audio_end
-
-    def verdict_in(self, utterance: int, audio_end: float) -> None:
-        """A verdict on ``utterance``'s words up to ``audio_end`` is in: one on the awaited
-        words or newer ones, or on another utterance, ends the deferral."""
-        with self._cond:
-            awaited, utt = self._awaited, self._current
-            if awaited is not None and (utt is None or utt.number != utterance
-                                        or audio_end >= awaited - 1e-6):
-                self._awaited = None
-                self._worker.wake()
 
     def _pass_if_due(self, utt: _Utterance) -> None:
         """Ask for the pause's passes whose audio is in (``cond`` held); a pass still
@@ -290,7 +261,6 @@ class StreamingRecognizer:
             self._current = None
             self._last = utt
             self._pass_wanted = self._pause_pass_wanted = False
-            self._awaited = None
             utt.finalizing = True
             until = min(utt.end, self._heard_until(utt))
             if self._is_final(utt, until):
@@ -307,8 +277,7 @@ class StreamingRecognizer:
         """Is the newest pass with words the final of a turn whose audio ends at ``until``
         (``cond`` held)?  Yes when it heard up to there, or heard the voice end: what
         follows it up to ``until`` is room tone, no evidence (:meth:`_heard_voice_end`)."""
-        return bool(self._reuse_final and utt.text
-                    and (utt.decoded_end >= until - 1e-6 or self._heard_voice_end(utt)))
+        return bool(utt.text and (utt.decoded_end >= until - 1e-6 or self._heard_voice_end(utt)))
 
     def _heard_voice_end(self, utt: _Utterance) -> bool:
         """Did the newest pass with words hear every voiced frame *and* audio after the
@@ -317,7 +286,7 @@ class StreamingRecognizer:
         again only lets the noise flip a word the voice did not ("…works in Java" / "…in
         job"), and the guess made on that pass then misses (decision 0033).  A voiced
         frame after the pass moves ``last_voiced_end`` past it: new voice, a new pass."""
-        return not self._tone_passes and utt.decoded_end > utt.last_voiced_end + 1e-6
+        return utt.decoded_end > utt.last_voiced_end + 1e-6
 
     def resume(self, utterance: int, recent: list[AudioFrame]) -> bool:
         """The speaker went on after the endpoint: reopen the utterance just finalized.
@@ -367,13 +336,13 @@ class StreamingRecognizer:
     # --- on the worker ---------------------------------------------------------------
 
     def take_job(self) -> Job | None:
-        """A final waiting, else a pass over the newest audio unless deferred or moot
+        """A final waiting, else a pass over the newest audio unless spaced or moot
         (``cond`` held)."""
         if self._busy:
             return None
-        if self._pass_wanted and not self._moot_passes and self._adds_only_silence():
+        if self._pass_wanted and self._adds_only_silence():
             self._pass_wanted = self._pause_pass_wanted = False
-        if not (self._finals or (self._pass_wanted and not self._holds_pass() and not self._spaced())):
+        if not (self._finals or (self._pass_wanted and not self._spaced())):
             return None
         final = self._finals.pop(0) if self._finals else None
         self._pass_wanted = self._pause_pass_wanted = False
@@ -421,12 +390,7 @@ class StreamingRecognizer:
         finally:
             end = time.monotonic()
             with self._cond:
-                self._next_partial_at = end + self._spacing * (end - start)
-
-    def _holds_pass(self) -> bool:
-        """Deferred, and a pass already heard this pause: the next one is the hangover's."""
-        utt = self._current
-        return self._awaited is not None and utt is not None and utt.decoded_end > utt.last_voiced_end + 1e-6
+                self._next_partial_at = end + PARTIAL_SPACING * (end - start)
 
     def job_done(self) -> None:
         self._busy = False

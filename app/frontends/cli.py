@@ -481,18 +481,16 @@ def _parser() -> argparse.ArgumentParser:
             b.add_argument("--model")
             b.add_argument("--profile", default="relay", help="test server profile (relay, instant, local)")
             b.add_argument("--modes", default="naive,user-fixes,rules,product",
-                           help="naive, user-fixes (the user's four fixes; was seed), rules (the "
-                                "text-rules endpointer), pass (no guess before the pause pass), "
-                                "no-defer (the final's pass beside the words model's verdict), "
-                                "no-system (the words model without its template's system message), "
-                                "moot-pass (the guess's pass after one that heard all the voice), "
-                                "tone-pass (the hangover's room tone decoded again for the final), "
-                                "own-core (the verdict the guess waits for on one thread), "
-                                "unspaced (slow partial passes back to back, before issue 44), "
-                                "held-spares (two spare connections, held while a re-warm connects), "
-                                "blas-threads (numpy's BLAS on every core, as before decision 0028), "
-                                "product (the defaults; was ours); MODE@SECTION.KEY=VALUE changes "
-                                "a setting (product@vad.hangover_ms=30)")
+                           help="naive (a new client per request, no guess, no shorter wait after a "
+                                "question), user-fixes (one warm client, unbuffered tokens, guesses "
+                                "reused at a 0.92 ratio), rules (the text-rules endpointer, no "
+                                "end-of-turn model), pluely / glass (the turn ends after a fixed "
+                                "0.4 s / 2 s of silence, no guess), product (the defaults); "
+                                "MODE@SECTION.KEY=VALUE changes a setting (product@vad.hangover_ms=30)")
+            b.add_argument("--against", metavar="REV",
+                           help="also replay every clip with another tree's code (a commit, or a "
+                                "folder holding a checkout), in ABBA order, each mode reported as "
+                                "MODE and MODE^REV with the ratios of their medians and p95s")
             b.add_argument("--candidate-track", default="off", metavar="off,reply,echo,overlap",
                            help="the candidate's side of the call, one run per variant")
             b.add_argument("--load", metavar="SET[,SET]",

@@ -34,21 +34,21 @@ from __future__ import annotations
 import collections
 import threading
 import time
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Protocol
 
 import numpy as np
 import numpy.typing as npt
 
 from app.asr.decoder import WhisperDecoder
-from app.asr.streaming import PARTIAL_SPACING, StreamingRecognizer
+from app.asr.streaming import StreamingRecognizer, Voice
 from app.asr.worker import DecodeWorker
 from app.audio.echo import UTTERANCE_ECHO_SHARE, EchoGate
 from app.audio.frames import AudioFrame, AudioSource
 from app.audio.level import LevelMeter
 from app.core.clock import Deadline, SessionClock
-from app.core.config import Settings, TurnConfig
+from app.core.config import Settings
 from app.core.events import (
     EndpointEvent,
     ErrorEvent,
@@ -63,7 +63,7 @@ from app.core.events import (
     StatusEvent,
     VadEvent,
 )
-from app.turns.endpointer import Decision, Discard, Endpoint, Endpointer, Speculate
+from app.turns.endpointer import Decision, Discard, Endpoint, Endpointer, Speculate, TurnPolicy
 from app.turns.signals import SignalRequest, SignalResult, SignalWorker, TurnSignals
 from app.turns.sound import TAIL_S as SOUND_TAIL_S
 from app.turns.sound import WINDOW_S as SOUND_WINDOW_S
@@ -104,120 +104,16 @@ class ListenerHooks(Protocol):
         """The audio source is lost (audio thread), after the error event was emitted."""
 
 
-class Listening(Protocol):
-    """How the interviewer's listener hears turns: the product has one way,
-    :class:`ProductListening`; the benchmark's baselines (``devtools/bench/baselines.py``)
-    are other implementations, so what they measure runs through this same listener."""
-
-    def endpointer(self, turns: TurnConfig, language: str, fillers: Sequence[str]) -> Endpointer:
-        """The turn's decisions (its policy, and the waits it reads)."""
-        ...
-
-    @property
-    def scores(self) -> bool:
-        """The end-of-turn signals (the words model, Smart Turn) are computed at all."""
-        ...
-
-    def scores_partial(self, heard_all: bool) -> bool:
-        """Is this partial (``heard_all``: its pass heard all the voice so far) scored?"""
-        ...
-
-    def at_pause(self, turn: int, text: str, now: float) -> SignalRequest | None:
-        """A request for the signals when the speaker pauses (None: nothing to ask)."""
-        ...
-
-    @property
-    def reuses_final(self) -> bool:
-        """The final reuses the last partial's pass when it heard all the audio."""
-        ...
-
-    @property
-    def defers_passes(self) -> bool:
-        """The pass over a pause's hangover waits while the words of the pause are scored
-        (decision 0024)."""
-        ...
-
-    @property
-    def decodes_moot_passes(self) -> bool:
-        """A pass that would add only silence to one that heard all the voice still runs
-        (the guess's pass beside the verdict on that one's words; decision 0027)."""
-        ...
-
-    @property
-    def decodes_room_tone(self) -> bool:
-        """The hangover's room tone is decoded again after a pass heard the voice end, and
-        the final waits for that pass (decision 0033)."""
-        ...
-
-    @property
-    def lends_core(self) -> bool:
-        """The verdict the recogniser waits for may borrow its idle core (decision 0029)."""
-        ...
-
-    @property
-    def partial_spacing(self) -> float:
-        """A slow partial pass rests this many times its duration before the next (see
-        :data:`app.asr.streaming.PARTIAL_SPACING`)."""
-        ...
-
-    def signals(self, loaded: TurnSignals) -> TurnSignals:
-        """The end-of-turn signals to score with, given the session's (on the signals'
-        thread, once)."""
-        ...
-
-
-class ProductListening:
-    """The product: every partial is scored as it lands (so the newest has its verdict
-    when the voice stops), and the final reuses a pass that heard everything."""
-
-    def endpointer(self, turns: TurnConfig, language: str, fillers: Sequence[str]) -> Endpointer:
-        return Endpointer(turns, language, fillers)
-
-    @property
-    def scores(self) -> bool:
-        return True
-
-    def scores_partial(self, heard_all: bool) -> bool:
-        return True
-
-    def at_pause(self, turn: int, text: str, now: float) -> SignalRequest | None:
-        return None
-
-    @property
-    def reuses_final(self) -> bool:
-        return True
-
-    @property
-    def defers_passes(self) -> bool:
-        return True
-
-    @property
-    def decodes_moot_passes(self) -> bool:
-        return False
-
-    @property
-    def decodes_room_tone(self) -> bool:
-        return False
-
-    @property
-    def lends_core(self) -> bool:
-        return True
-
-    @property
-    def partial_spacing(self) -> float:
-        return PARTIAL_SPACING
-
-    def signals(self, loaded: TurnSignals) -> TurnSignals:
-        return loaded
-
-
 @dataclass(frozen=True, slots=True)
 class ListenerOptions:
-    """Whose voice this listener hears, and how it hears turns (the product's unless a
-    benchmark gives a baseline)."""
+    """Whose voice this listener hears, and how it ends turns."""
 
-    listening: Listening = field(default_factory=ProductListening)
     speaker: Speaker = "interviewer"
+    policy: TurnPolicy | None = None
+    """The endpointer's decisions: the product's
+    (:class:`~app.turns.endpointer.SignalsPolicy`) unless a benchmark gives a peer's."""
+    echo: EchoGate | None = None
+    """Judges this (candidate's) microphone's frames: echo of the interviewer is dropped."""
 
     @property
     def asks(self) -> bool:
@@ -234,43 +130,41 @@ class _Closed:
     voiced_end: float
 
 
+_OPTIONS = ListenerOptions()
+
+
 class Listener:
     """One speaker's listening half; implements :class:`RecognitionHooks` for its recogniser."""
 
     def __init__(self, source: AudioSource, decoder: WhisperDecoder, settings: Settings,
                  bus: EventBus, clock: SessionClock, hooks: ListenerHooks,
-                 options: ListenerOptions = ListenerOptions(), *,
-                 worker: DecodeWorker | None = None,
-                 echo: EchoGate | None = None) -> None:
+                 options: ListenerOptions = _OPTIONS, *, worker: DecodeWorker | None = None) -> None:
         """``hooks``: the owner this listener reports to; ``worker``: the session's shared
-        decoding thread; ``echo`` judges this (candidate's) microphone's frames."""
+        decoding thread."""
         self._source = source
         self._bus = bus
         self._clock = clock
         self._settings = settings
         self._hooks = hooks
         self._options = options
-        self._echo = echo
+        self._echo = echo = options.echo
         self._began: dict[int, float] = {}
         """Audio time each of the latest turns began (echo is judged from there)."""
         turns = settings.turns
-        listening = options.listening
-        self._listening = listening
         self._continuation_s = turns.continuation_window_ms / 1000 if options.asks else 0.0
         self._vad = VoiceDetector(settings.vad)
-        self._endpointer = listening.endpointer(turns, settings.asr.language, turns.all_words("fillers"))
+        self._endpointer = Endpointer(turns, settings.asr.language, turns.all_words("fillers"),
+                                      policy=options.policy)
         self._endpointer.guesses_held(settings.answer.low_latency)
         vad = settings.vad  # only the interviewer's words are guessed: a pass for the guess is theirs
-        self._recognizer = StreamingRecognizer(
-            decoder, settings.asr, clock, self, hangover_s=vad.hangover_ms / 1000,
-            guess_hangover_s=(vad.guess_hangover_ms if options.asks else vad.hangover_ms) / 1000,
-            reuse_final=listening.reuses_final, periodic=echo is None, speaker=options.speaker, worker=worker,
-            recheck=self._endpointer.trails_off if options.asks else None,
-            moot_passes=listening.decodes_moot_passes, partial_spacing=listening.partial_spacing,
-            tone_passes=listening.decodes_room_tone)
+        pauses = vad if options.asks else vad.model_copy(update={"guess_hangover_ms": vad.hangover_ms})
+        voice = Voice(options.speaker, captions=echo is None,
+                      recheck=self._endpointer.trails_off if options.asks else None)
+        self._recognizer = StreamingRecognizer(decoder, settings.asr, clock, self, pauses=pauses,
+                                               voice=voice, worker=worker)
         self._meter = LevelMeter(clock, speaker=options.speaker)
-        scored = options.asks and listening.scores and hooks.scores_turns
-        self._signals = SignalWorker(lambda: listening.signals(hooks.turn_signals()), self._on_signals,
+        scored = options.asks and hooks.scores_turns
+        self._signals = SignalWorker(hooks.turn_signals, self._on_signals,
                                      self._on_signals_ready) if scored else None
         self._scoring = self._signals is not None
         """Partials go to the end-of-turn models (off once the language is one they do not know)."""
@@ -386,7 +280,6 @@ class Listener:
         events: list[Event] = []
         if step.paused:
             self._recognizer.pause()
-            self._ask_at_pause()
             events.append(VadEvent(t=self._clock.now(), speech=False))
         elif step.resumed:
             events.append(VadEvent(t=self._clock.now(), speech=True))
@@ -397,15 +290,6 @@ class Listener:
         if not decisions and self._recognizer.duration() >= self._settings.asr.max_utterance_s:
             decisions = self._endpointer.force(frame.end)
         return events + self._apply(decisions)
-
-    def _ask_at_pause(self) -> None:
-        """The speaker paused: whatever the listening strategy asks of the signals then
-        (lock held; the product asks nothing, its partials were scored as they landed)."""
-        text = self._endpointer.text
-        if self._scoring and self._signals and self._turn is not None and text:
-            request = self._listening.at_pause(self._turn, text, self._audio_now)
-            if request is not None:
-                self._signals.submit(request)
 
     def _score_sound(self, now: float) -> None:
         """Smart Turn reads the utterance once a pause has lasted ``SOUND_TAIL_S`` (lock
@@ -471,14 +355,11 @@ class Listener:
             events = self._apply(self._endpointer.partial(partial.turn, text, partial.stable,
                                                           partial.audio_end, self._audio_now))
             current = self._endpointer.current(partial.turn, partial.audio_end)
-            if self._scoring and self._signals and partial.turn == self._endpointer.turn and \
-                    self._listening.scores_partial(current):
-                # the guess waits for this verdict, the pass over the hangover for none
-                waits = current and self._listening.defers_passes and self._signals.ready.is_set()
-                self._signals.submit(SignalRequest(partial.turn, text, partial.audio_end,
-                                                   spare_core=waits and self._listening.lends_core))
-                if waits:
-                    self._recognizer.defer(partial.audio_end)
+            if self._scoring and self._signals and partial.turn == self._endpointer.turn:
+                # the guess waits for the verdict on words that heard all the voice: it may
+                # borrow the recogniser's idle core (decision 0029)
+                lend = current and self._signals.ready.is_set()
+                self._signals.submit(SignalRequest(partial.turn, text, partial.audio_end, spare_core=lend))
         self._emit(events)
 
     def on_no_words(self, turn: int, audio_end: float) -> None:
@@ -497,7 +378,6 @@ class Listener:
         self._decide(lambda: self._endpointer.end_of_turn_scores(
             result.turn, result.text, result.audio_end, self._audio_now,
             words_logp=result.words_logp, sound_p=result.sound_p))
-        self._recognizer.verdict_in(result.turn, result.audio_end)
 
     def on_final(self, final: FinalEvent) -> None:
         self._emit([final])

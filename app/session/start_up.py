@@ -205,9 +205,9 @@ class StartUp:
                             self._listener_options, worker=self._worker)
         candidate = None
         if candidate_source is not None:
-            options = dataclasses.replace(self._listener_options, speaker="candidate")
+            options = dataclasses.replace(self._listener_options, speaker="candidate", echo=echo)
             candidate = Listener(candidate_source, self._decoder, settings, self._bus, self._clock,
-                                 self._owner, options, worker=self._worker, echo=echo)
+                                 self._owner, options, worker=self._worker)
         names = source.name + (f" and your microphone {candidate_source.name}" if candidate_source else "")
         self._owner.listeners_ready(generation, Voices(listener, candidate, echo, names))
 

@@ -406,7 +406,9 @@ class SignalsPolicy:
     def decide(self, ep: Endpointer, turn: OpenTurn, silence: float) -> list[Decision]:
         wait = self.wait(ep, turn)
         decisions: list[Decision] = []
-        due = wait.speculate_ms if turn.heard_all else wait.ahead_ms if self.guesses_ahead(ep) else None
+        # a partial not yet current is guessed ahead only when no pass that will hear the
+        # pause is coming (given up, no words, not the last voice)
+        due = wait.speculate_ms if turn.heard_all else wait.ahead_ms if not ep.pass_coming else None
         if turn.text and due is not None and silence * 1000 >= due:
             reason: SpeculateReason = (
                 "end_word" if ep.ends_with_end_word(turn.text)
@@ -421,7 +423,7 @@ class SignalsPolicy:
     def wait(self, ep: Endpointer, turn: OpenTurn) -> Wait:
         # words heard before the voice stopped are not judged while a pass that will hear
         # it all is coming: a verdict on them would end the turn on words it may not have
-        waiting = self.waits_for_pass(ep) and not turn.heard_all
+        waiting = ep.pass_coming and not turn.heard_all
         scored = turn.words_key == ep.key(turn.text) and not waiting
         words = turn.words_logp if scored else None
         sound = turn.sound_p if turn.reaches_voice_end(turn.sound_audio_end) else None
@@ -430,15 +432,3 @@ class SignalsPolicy:
         return decide(ep.config, ep.cues(turn),
                       Evidence(words, sound, words_pending=pending, guess_confirmed=confirmed),
                       ep.learned_pause_ms())
-
-    def guesses_ahead(self, ep: Endpointer) -> bool:
-        """May the newest partial be guessed before a pass heard all the voice?  When no
-        pass that will hear the pause is coming (given up, no words, not the last voice)."""
-        return not ep.pass_coming
-
-    def waits_for_pass(self, ep: Endpointer) -> bool:
-        """Are words heard before the voice stopped left unjudged?  While a pass that will
-        hear all the voice is coming."""
-        return ep.pass_coming
-
-

@@ -39,9 +39,6 @@ class SignalRequest:
     audio: npt.NDArray[np.int16] | None = None
     """The utterance's last ``WINDOW_S`` of audio up to ``audio_end`` (16 kHz), for Smart
     Turn; None: no sound."""
-    warm_only: bool = False
-    """Score only to fill the words model's cache: no result is delivered (see
-    :meth:`SignalWorker.submit`)."""
     spare_core: bool = False
     """The recogniser's next pass waits for this verdict, so the words model may borrow
     its idle core (:class:`app.turns.words.SpareCore`, decision 0029)."""
@@ -147,15 +144,11 @@ class SignalWorker:
     def submit(self, request: SignalRequest) -> None:
         """Score this next; a request still waiting is dropped (it is older), but a pause's
         audio it carried goes on with the newer words (a partial landing while Smart Turn
-        waits must not cost the pause its sound verdict).  A warm-up request never replaces
-        one waiting: it only makes a later request for the same words a cache hit (or one
-        for words that begin alike cheaper)."""
+        waits must not cost the pause its sound verdict)."""
         with self._cond:
             pending = self._pending
-            if request.warm_only and pending is not None:
-                return
             if (pending is not None and pending.audio is not None and request.audio is None
-                    and pending.turn == request.turn and not request.warm_only):
+                    and pending.turn == request.turn):
                 request = replace(request, audio=pending.audio, audio_end=pending.audio_end)
             self._pending = request
             self._cond.notify_all()
@@ -189,9 +182,7 @@ class SignalWorker:
                 if request is None:
                     calibrating = self.signals.calibrate()
                     continue
-                result = self.signals.score(request)
-                if not request.warm_only:
-                    self._on_result(result)
+                self._on_result(self.signals.score(request))
             except Exception:
                 log.exception("end-of-turn result handler failed")
             finally:

@@ -1,48 +1,42 @@
-"""The benchmark's baselines: the product as it was, as strategy objects ``bench turns`` injects.
+"""The benchmark's baselines: peers and simple policies, built from the product's public pieces.
 
-The product has one way of doing each thing; a baseline is another implementation of the
-seam the product defines for it, so its numbers come from the same pipeline:
+A baseline is another implementation of a seam the product defines, so its numbers come
+from the same pipeline (decision 0037):
 
-- the end of a turn: :class:`app.turns.endpointer.TurnPolicy` (the endpointer's
-  decisions) inside :class:`app.session.listener.Listening` (what the listener scores, and whether
-  the final reuses the last pass);
+- the end of a turn: :class:`app.turns.endpointer.TurnPolicy`, given to the listener in
+  :class:`app.session.listener.ListenerOptions`;
 - the answers: :class:`app.answer.engine.Strategy` (the reuse rule, and a wrapper of the
   session's LLM client factory).
+
+The product's own earlier behaviour is no baseline: it is measured at its commit
+(``bench turns --against REV``).
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import dataclasses
-import functools
 from collections.abc import AsyncGenerator, Mapping, Sequence
 from typing import Any
 
 from app.answer.engine import AnswerClient, ClientFactory
 from app.answer.similarity import Verdict, similarity
-from app.core.config import TurnConfig
+from app.core.config import Settings
 from app.core.events import EndpointReason, SpeculateReason
 from app.core.text import Tags, question_key
 from app.llm.chat import Message, StreamItem
-from app.llm.client import LlmClient
-from app.llm.warming import Warmer
-from app.session.listener import ProductListening
-from app.turns.endpointer import Decision, Endpoint, Endpointer, OpenTurn, SignalsPolicy, Speculate
+from app.turns.endpointer import Decision, Endpoint, Endpointer, OpenTurn, Speculate
 from app.turns.policy import Evidence, Wait, decide
-from app.turns.signals import SignalRequest, TurnSignals
-from app.turns.words import WordsScorer
 
 MIN_QUESTION_CHARS = 30
-"""The text rules guessed a "?" question early from this length (``[turns]
-speculate_min_question_chars`` while the product had them; no other code read it)."""
+"""The text rules guess a "?" question early from this length."""
 
 
 # --- the end of a turn ----------------------------------------------------------------
 
 
 class TextRulesPolicy:
-    """The endpointer before the end-of-turn signals (mode ``rules``): the text alone.
+    """The end of a turn from the text alone (mode ``rules``), the seed's rules.
 
     A current partial is guessed after ``speculate_min_pause_ms`` when it ends in an end
     word, or is a question of ``MIN_QUESTION_CHARS`` or more with a "?"; any
@@ -86,113 +80,31 @@ class TextRulesPolicy:
         return cfg.endpoint_silence_ms
 
 
-class PassOnlyPolicy(SignalsPolicy):
-    """The signals policy before the guess at the pause (issue 29, mode ``pass``): only a
-    partial whose pass heard all the voice is guessed, and a score is used whatever pass
-    is coming."""
+@dataclasses.dataclass(frozen=True, slots=True)
+class FixedSilencePolicy:
+    """A turn ends after a fixed silence, whatever its words, and nothing is guessed: the
+    voice-activity endpointing of Pluely (0.4 s) and Glass (2 s)."""
 
-    def guesses_ahead(self, ep: Endpointer) -> bool:
-        return False
+    seconds: float
 
-    def waits_for_pass(self, ep: Endpointer) -> bool:
-        return False
+    def decide(self, ep: Endpointer, turn: OpenTurn, silence: float) -> list[Decision]:
+        if turn.text and silence >= self.seconds:
+            return [Endpoint(turn.id, "silence", round(silence, 4))]
+        return []
 
-
-class TextRulesListening(ProductListening):
-    """Mode ``rules``: the text-rules endpointer, no end-of-turn signals at all."""
-
-    def endpointer(self, turns: TurnConfig, language: str, fillers: Sequence[str]) -> Endpointer:
-        return Endpointer(turns, language, fillers, policy=TextRulesPolicy())
-
-    @property
-    def scores(self) -> bool:
-        return False
+    def wait(self, ep: Endpointer, turn: OpenTurn) -> Wait | None:
+        return None
 
 
-class PassOnlyListening(ProductListening):
-    """Mode ``pass``: only a partial that heard all the voice is scored; when the speaker
-    pauses, the newest partial's words are scored to warm the words model's cache for the
-    pass that hears the pause."""
-
-    def endpointer(self, turns: TurnConfig, language: str, fillers: Sequence[str]) -> Endpointer:
-        return Endpointer(turns, language, fillers, policy=PassOnlyPolicy())
-
-    def scores_partial(self, heard_all: bool) -> bool:
-        return heard_all
-
-    def at_pause(self, turn: int, text: str, now: float) -> SignalRequest | None:
-        return SignalRequest(turn, text, now, warm_only=True)
+def without_models(settings: Settings) -> None:
+    """No end-of-turn model: a policy that reads only the text and the silence."""
+    settings.turns.words_model = False
+    settings.turns.smart_turn = False
 
 
-class NoDeferListening(ProductListening):
-    """Mode ``no-defer``: the pass over a pause's hangover starts while the words model
-    scores the words of the pause, sharing the CPU with the verdict the guess waits for
-    (the product before decision 0024)."""
-
-    @property
-    def defers_passes(self) -> bool:
-        return False
-
-
-class MootPassListening(ProductListening):
-    """Mode ``moot-pass``: the guess's pass runs even when a partial pass taken just before
-    the voice stopped heard all of it, beside the words model scoring that partial (the
-    product before decision 0027)."""
-
-    @property
-    def decodes_moot_passes(self) -> bool:
-        return True
-
-
-class TonePassListening(ProductListening):
-    """Mode ``tone-pass``: after the guess's pass heard the voice end, the pause is decoded
-    again once the hangover's room tone is in, and the final is that pass or a new one (the
-    product before decision 0033): the noise alone could change the guessed words."""
-
-    @property
-    def decodes_room_tone(self) -> bool:
-        return True
-
-
-class OwnCoreListening(ProductListening):
-    """Mode ``own-core``: the verdict the guess waits for runs on the words model's one
-    thread, as before decision 0029, even while the recogniser's core is idle."""
-
-    @property
-    def lends_core(self) -> bool:
-        return False
-
-
-class UnspacedListening(ProductListening):
-    """Mode ``unspaced``: partial passes back to back however slow they get, as before
-    issue 44 (no rest after a slow pass; see :data:`app.asr.streaming.PARTIAL_SPACING`)."""
-
-    @property
-    def partial_spacing(self) -> float:
-        return 0.0
-
-
-class NoSystemListening(ProductListening):
-    """Mode ``no-system``: the words model scores without the system message its chat
-    template writes (the product before decision 0025)."""
-
-    def signals(self, loaded: TurnSignals) -> TurnSignals:
-        if loaded.words is None:
-            return loaded
-        return TurnSignals(WordsScorer(prompt="<|im_start|>user\n"), loaded.sound, loaded.status)
-
-
-class NoShortcutListening(ProductListening):
-    """Modes ``naive`` and ``user-fixes``: no shorter wait after "?" twice in a row (the
-    question wait is the silence wait), and the final decoded again after the endpoint."""
-
-    def endpointer(self, turns: TurnConfig, language: str, fillers: Sequence[str]) -> Endpointer:
-        same = {"endpoint_question_silence_ms": turns.endpoint_silence_ms}
-        return Endpointer(turns.model_copy(update=same), language, fillers)
-
-    @property
-    def reuses_final(self) -> bool:
-        return False
+def without_question_shortcut(settings: Settings) -> None:
+    """No shorter wait after "?" twice in a row: the question wait is the silence wait."""
+    settings.turns.endpoint_question_silence_ms = settings.turns.endpoint_silence_ms
 
 
 # --- the answers ----------------------------------------------------------------------
@@ -209,40 +121,6 @@ class FuzzyReuse:
     def __call__(self, sent: str, final: str, *, fillers: frozenset[str], tags: Tags) -> Verdict:
         score = similarity(question_key(sent, fillers, tags), question_key(final, fillers, tags))
         return Verdict(score >= self.threshold, score)
-
-
-def spares_held_while_connecting(factory: ClientFactory) -> ClientFactory:
-    """Mode ``held-spares``: the warm pool before decision 0026.  Two spare connections,
-    not three, and a warm-up that held every response until all had their headers, so a
-    re-warm after a cancel kept the spares busy for a whole connection set-up: a guess
-    cancelled twice within it went out on a cold connection."""
-
-    def build() -> AnswerClient:
-        client = factory()
-        warmer: Warmer | None = client._warmer if isinstance(client, LlmClient) else None
-        if warmer is not None and warmer._target > 1:  # HTTP/2 keeps one
-            warmer._target = 1 + 2
-            warmer._warm_one = functools.partial(_warm_one_until_headers, warmer)  # type: ignore[method-assign]
-        return client
-
-    return build
-
-
-async def _warm_one_until_headers(warmer: Warmer, gate: Any) -> list[str]:
-    """``Warmer._warm_one`` as it was: the gate opened when every response had its headers."""
-    timeout = warmer._connect_timeout
-    arrived = False
-    try:
-        async with warmer._sdk.models.with_streaming_response.list(timeout=timeout) as resp:
-            gate.arrive()
-            arrived = True
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(gate.wait(), timeout)
-            page = await resp.parse()
-            return [m.id for m in page.data]
-    finally:
-        if not arrived:
-            gate.arrive()
 
 
 def fresh_client_per_request(factory: ClientFactory) -> ClientFactory:

@@ -13,7 +13,7 @@ answer: the document is laid out again).
 
 Two panes run interleaved, answer by answer, so a machine that slows down slows both:
 ``paged`` (the product: the live document keeps the newest answers only) and
-``unbounded`` (every answer kept in the live document, as before issue 44).
+``unbounded`` (every answer kept in the live document: what the paging saves).
 """
 
 from __future__ import annotations

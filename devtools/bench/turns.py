@@ -6,25 +6,27 @@ by default our test server in a separate process with the "relay" profile (230 m
 connection set-up, 50 ms queue, 200 ms to the first token, 50 tokens/s).
 
 Modes, measured on the same clips, every mode in turn on each clip (so a machine that
-slows down for a while slows every mode alike); the baselines are strategy objects of
-:mod:`devtools.bench.baselines` handed to the product's seams:
+slows down for a while slows every mode alike); the baselines are peers and simple
+policies of :mod:`devtools.bench.baselines` handed to the product's seams:
 
 - ``naive``: a new client per request, no pre-warm, no speculation, no shorter wait after
-  a question, the final decoded again after the endpoint;
-- ``user-fixes`` (was ``seed``): the user's four fixes — one warm pooled client, tokens
-  shown unbuffered, speculation with the ``ratio ≥ 0.92`` reuse rule — but no shorter
-  wait after a question and a second decode for the final;
-- ``rules``: the product with the text-rules endpointer of before the end-of-turn
-  signals, so the signals' gain is a ratio too;
-- ``pass``: the product as it was before the guess at the pause (issue 29): only a
-  partial whose pass heard all the voice is scored and guessed;
-- ``product`` (was ``ours``): the product defaults.
+  a question;
+- ``user-fixes``: the user's four fixes — one warm pooled client, tokens shown unbuffered,
+  speculation with the ``ratio ≥ 0.92`` reuse rule — but no shorter wait after a question;
+- ``rules``: the product with the text-rules endpointer and no end-of-turn model, so the
+  signals' gain is a ratio too;
+- ``pluely``, ``glass``: the turn ends after a fixed 0.4 s (Pluely) or 2 s (Glass) of
+  silence, nothing guessed, the product's answer path;
+- ``product``: the product defaults.
 
 A mode may change settings on top of the run's: ``product@vad.hangover_ms=30`` (several
 ``@SECTION.KEY=VALUE`` in a row), so a setting's effect is measured on the same clips in
-the same run as the defaults, and printed as a ratio to ``product``.  The old names
-``seed`` and ``ours`` are still accepted (older commands in the changelog), and reported
-under the new ones.
+the same run as the defaults, and printed as a ratio to ``product``.
+
+``--against REV`` (a commit, or a folder holding another checkout) replays the same
+clips with that tree's code as well, clip by clip in ABBA order, and reports each mode
+twice (``MODE`` here, ``MODE^REV`` there) with the ratio of their medians and p95s: an
+earlier behaviour of the product is measured at its commit (see :mod:`devtools.bench.against`).
 
 ``--candidate-track`` adds the candidate's side of the call (see :mod:`devtools.bench.candidate`)
 and reports, beside the latency, the interviewer's partial cadence, requests written for
@@ -49,19 +51,18 @@ how long it had been on screen.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import itertools
 import json
 import os
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
-from threadpoolctl import threadpool_limits
 
 from app.answer.engine import Strategy
 from app.asr.decoder import WhisperDecoder, load_decoder
@@ -71,23 +72,17 @@ from app.core.text import question_key, tags_of, words
 from app.llm.endpoint import LOCAL_MODEL, NO_KEY, LlmEndpoint
 from app.observing.percentile import median, p95
 from app.observing.timeline import Timeline, TurnStages
-from app.platform.cores import cores
-from app.session.listener import ListenerOptions, Listening, ProductListening
+from app.session.listener import ListenerOptions
 from app.session.session import Session
+from app.turns.endpointer import TurnPolicy
 from devtools.bench import candidate
 from devtools.bench.baselines import (
+    FixedSilencePolicy,
     FuzzyReuse,
-    MootPassListening,
-    NoDeferListening,
-    NoShortcutListening,
-    NoSystemListening,
-    OwnCoreListening,
-    PassOnlyListening,
-    TextRulesListening,
-    TonePassListening,
-    UnspacedListening,
+    TextRulesPolicy,
     fresh_client_per_request,
-    spares_held_while_connecting,
+    without_models,
+    without_question_shortcut,
 )
 from devtools.bench.corpus import Clip, load_corpus, ms
 from devtools.load import LoadSwitch, abba, parse_loads
@@ -96,37 +91,24 @@ from devtools.load import LoadSwitch, abba, parse_loads
 @dataclass(frozen=True)
 class Mode:
     strategy: Strategy = Strategy()
-    listening: Listening = field(default_factory=ProductListening)
+    policy: TurnPolicy | None = None
+    """The end of a turn; None: the product's."""
     speculation: bool = True
     """False: the mode runs with ``answer.low_latency`` off (no guess is ever asked)."""
-    numpy_threads: int | None = None
-    """numpy's BLAS threads for this mode's clips; None: the app's (one, decision 0028)."""
+    adjust: Callable[[Settings], None] | None = None
+    """Changes the mode makes to the run's settings (on a copy)."""
 
 
 PRODUCT = "product"
 MODES: dict[str, Mode] = {
-    "naive": Mode(Strategy(clients=fresh_client_per_request), NoShortcutListening(), speculation=False),
-    "user-fixes": Mode(Strategy(reuse=FuzzyReuse(0.92)), NoShortcutListening()),
-    "rules": Mode(listening=TextRulesListening()),
-    "pass": Mode(listening=PassOnlyListening()),
-    "no-defer": Mode(listening=NoDeferListening()),
-    "no-system": Mode(listening=NoSystemListening()),
-    "moot-pass": Mode(listening=MootPassListening()),
-    "tone-pass": Mode(listening=TonePassListening()),
-    "own-core": Mode(listening=OwnCoreListening()),
-    "unspaced": Mode(listening=UnspacedListening()),
-    "held-spares": Mode(Strategy(clients=spares_held_while_connecting)),
-    "blas-threads": Mode(numpy_threads=cores()),
+    "naive": Mode(Strategy(clients=fresh_client_per_request), speculation=False,
+                  adjust=without_question_shortcut),
+    "user-fixes": Mode(Strategy(reuse=FuzzyReuse(0.92)), adjust=without_question_shortcut),
+    "rules": Mode(policy=TextRulesPolicy(), adjust=without_models),
+    "pluely": Mode(policy=FixedSilencePolicy(0.4), speculation=False, adjust=without_models),
+    "glass": Mode(policy=FixedSilencePolicy(2.0), speculation=False, adjust=without_models),
     PRODUCT: Mode(),
 }
-ALIASES = {"seed": "user-fixes", "ours": PRODUCT}
-"""The modes' former names, still accepted."""
-
-
-def canonical(mode: str) -> str:
-    """``ours@vad.hangover_ms=30`` → ``product@vad.hangover_ms=30``."""
-    base, at, changes = mode.partition("@")
-    return ALIASES.get(base, base) + at + changes
 
 
 @dataclass
@@ -186,11 +168,15 @@ class TurnResult:
 
 
 def run(settings: Settings, args: argparse.Namespace) -> dict[str, Any]:
+    if getattr(args, "against", None):
+        from devtools.bench import against
+
+        return against.run(args)
     clips = load_corpus(args.corpus, args.limit)
     decoder = load_decoder(settings.asr)
     if not (args.base_url or args.local):
         settings = as_remote(settings)
-    modes = [canonical(m.strip()) for m in args.modes.split(",") if m.strip()]
+    modes = [m.strip() for m in args.modes.split(",") if m.strip()]
     for mode in modes:
         mode_settings(settings, mode)  # a mistyped mode fails before the first clip
     variants = [v.strip() for v in getattr(args, "candidate_track", "off").split(",") if v.strip()]
@@ -241,12 +227,14 @@ def as_remote(settings: Settings) -> Settings:
 def mode_settings(settings: Settings, mode: str) -> tuple[Mode, Settings]:
     """The mode named by ``mode`` and the settings it runs with: ``product@vad.hangover_ms=30``
     is ``product`` with that setting changed, on a copy, by the settings' own validation."""
-    base, *changes = canonical(mode).split("@")
+    base, *changes = mode.split("@")
     if base not in MODES:
         raise SystemExit(f"--modes: unknown mode {base!r}; choose from {', '.join(MODES)}")
     spec = MODES[base]
     changed = settings.model_copy(deep=True)
     changed.answer.low_latency = spec.speculation
+    if spec.adjust is not None:
+        spec.adjust(changed)
     for change in changes:
         path, is_set, value = change.partition("=")
         section_name, _, key = path.partition(".")
@@ -328,13 +316,10 @@ def _replay(settings: Settings, decoder: WhisperDecoder, endpoint: LlmEndpoint, 
     bus = EventBus()
     bus.subscribe(events.append)
     session = Session(changed, audio_file=clip.path, llm=endpoint, strategy=spec.strategy,
-                      listener_options=ListenerOptions(spec.listening), bus=bus, decoder=decoder,
+                      listener_options=ListenerOptions(policy=spec.policy), bus=bus, decoder=decoder,
                       candidate_file=track.path if track else None)
-    blas = (threadpool_limits(limits=spec.numpy_threads, user_api="blas") if spec.numpy_threads
-            else contextlib.nullcontext())
     try:
-        with blas:
-            session.run_file()
+        session.run_file()
         listener = session.listener
         passes, decoding = (listener.passes, listener.decode_seconds) if listener else (0, 0.0)
     finally:

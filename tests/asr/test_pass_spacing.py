@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
+import pytest
 
 from app.asr.decoder import Hypothesis
 from app.asr.streaming import PARTIAL_SPACING, StreamingRecognizer
@@ -51,9 +52,9 @@ class _SlowDecoder:
             assert self.done.wait_for(lambda: len(self.passes) >= count, NEVER_S)
 
 
-def _recogniser(decoder: _SlowDecoder, **options: Any) -> StreamingRecognizer:
+def _recogniser(decoder: _SlowDecoder) -> StreamingRecognizer:
     return StreamingRecognizer(decoder, AsrConfig(), SessionClock(),  # type: ignore[arg-type]
-                               RecognitionRecorder(lambda said: None), **options)
+                               RecognitionRecorder(lambda said: None))
 
 
 def _voice(seconds: float) -> list[AudioFrame]:
@@ -73,11 +74,11 @@ def _gaps(decoder: _SlowDecoder) -> list[tuple[float, float]]:
     return [(nxt[0] - prev[1], prev[1] - prev[0]) for prev, nxt in itertools.pairwise(p)]
 
 
-def _slow_talk(**options: float) -> list[tuple[float, float]]:
+def _slow_talk() -> list[tuple[float, float]]:
     """Three seconds of voice to a decoder slower than the 300 ms cadence (behind): the
     gaps between its passes."""
     decoder = _SlowDecoder(0.4)
-    rec = _recogniser(decoder, **options)
+    rec = _recogniser(decoder)
     rec.start()
     frames = _voice(3.0)
     try:
@@ -95,15 +96,15 @@ def test_while_the_voice_goes_on_a_slow_pass_is_followed_by_as_long_a_rest() -> 
         assert rest >= PARTIAL_SPACING * took - 0.005, gaps
 
 
-def test_without_spacing_slow_passes_run_back_to_back() -> None:
-    """The behaviour before (``partial_spacing=0``, the benchmark's ``unspaced``): what
-    the test above would see, so it can fail."""
-    assert any(rest < 0.5 * took for rest, took in _slow_talk(partial_spacing=0.0))
+def test_without_spacing_slow_passes_run_back_to_back(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With no rest (a spacing of 0): what the test above would see, so it can fail."""
+    monkeypatch.setattr("app.asr.streaming.PARTIAL_SPACING", 0.0)
+    assert any(rest < 0.5 * took for rest, took in _slow_talk())
 
 
 def test_the_pass_at_the_pause_never_waits_for_the_spacing() -> None:
     decoder = _SlowDecoder(0.5)
-    rec = _recogniser(decoder, hangover_s=0.09, guess_hangover_s=0.03)
+    rec = _recogniser(decoder)
     rec.start()
     voice, silence = _voice(1.0), _voice(0.3)
     try:

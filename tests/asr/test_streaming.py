@@ -13,11 +13,11 @@ import numpy as np
 import pytest
 
 from app.asr.decoder import AUTO, Hypothesis, Superseded, WhisperDecoder
-from app.asr.streaming import LOCK_MIN_AUDIO_S, StreamingRecognizer
+from app.asr.streaming import LOCK_MIN_AUDIO_S, StreamingRecognizer, Voice
 from app.audio.frames import FRAME_SAMPLES, SAMPLE_RATE
 from app.audio.resample import frames_of
 from app.core.clock import SessionClock
-from app.core.config import AsrConfig
+from app.core.config import AsrConfig, VadConfig
 from app.core.events import ErrorEvent, FinalEvent, LanguageEvent, PartialEvent
 from tests.hooks import RecognitionRecorder
 from tests.noise import mix, pink_noise
@@ -101,7 +101,7 @@ def _run(decoder: WhisperDecoder, speaker_pauses: bool,
                 seen.append(said)  # type: ignore[arg-type]
 
     rec = StreamingRecognizer(held, AsrConfig(), SessionClock(),  # type: ignore[arg-type]
-                              RecognitionRecorder(record), recheck=recheck)
+                              RecognitionRecorder(record), voice=Voice(recheck=recheck))
     rec.start()
     speech = read_wav(synth(QUESTION, lead_s=0.0, tail_s=0.1))
     voiced = -(-len(speech) // FRAME_SAMPLES)  # the question's frames, then 6 of silence
@@ -176,7 +176,6 @@ def _over_room_tone(audio: np.ndarray) -> np.ndarray:
 def _passes_at_pause(spy: _SpyDecoder, silent_frames: int, *, guess_hangover_s: float,
                      talks_on: bool = False, recheck: Callable[[str], bool] | None = None,
                      config: AsrConfig | None = None, room_tone: bool = False,
-                     tone_passes: bool = False,
                      ) -> tuple[list[int], StreamingRecognizer, list[PartialEvent]]:
     """The whole question, then ``silent_frames`` unvoiced frames one by one (the listener's
     order: the frame is added, then the first one says "pause"), each pass let finish
@@ -190,9 +189,9 @@ def _passes_at_pause(spy: _SpyDecoder, silent_frames: int, *, guess_hangover_s: 
             partials.append(said)
 
     rec = StreamingRecognizer(spy, config or AsrConfig(), SessionClock(),  # type: ignore[arg-type]
-                              RecognitionRecorder(keep), hangover_s=0.09,
-                              guess_hangover_s=guess_hangover_s, periodic=False, recheck=recheck,
-                              tone_passes=tone_passes)
+                              RecognitionRecorder(keep),
+                              pauses=VadConfig(guess_hangover_ms=round(guess_hangover_s * 1000)),
+                              voice=Voice(captions=False, recheck=recheck))
     speech = read_wav(synth("Why are you interested in this role?", lead_s=0.0, tail_s=0.0))
     voiced = -(-len(speech) // FRAME_SAMPLES)
     audio = np.concatenate([speech, np.zeros(FRAME_SAMPLES * 8, dtype=np.int16)])
@@ -232,23 +231,6 @@ def test_a_pause_is_decoded_once_for_the_guess_and_that_pass_is_the_final(
     assert final.audio_end == pytest.approx(partials[0].audio_end)
 
 
-def test_the_tone_pass_baseline_decodes_the_hangover_again_for_the_final(decoder: WhisperDecoder) -> None:
-    """The benchmark's ``tone-pass`` baseline (the product before decision 0033): the pause
-    is decoded for the guess and again once the hangover's room tone is in; the final
-    reuses that second pass, and a turn ended before it was in decodes its final again."""
-    silent_heard, rec, partials = _passes_at_pause(_SpyDecoder(decoder), 3, guess_hangover_s=0.03,
-                                                   room_tone=True, tone_passes=True)
-    assert silent_heard == [1, 3]
-    assert len(partials) == 2 and partials[0].audio_end < partials[1].audio_end
-    final = rec.finalize(1)[-1]
-    assert isinstance(final, FinalEvent) and final.reused
-    assert final.audio_end == pytest.approx(partials[1].audio_end)
-    silent_heard, rec, partials = _passes_at_pause(_SpyDecoder(decoder), 2, guess_hangover_s=0.03,
-                                                   room_tone=True, tone_passes=True)
-    assert silent_heard == [1] and len(partials) == 1
-    assert rec.finalize(1) == []  # a final pass is queued, nothing reused
-
-
 def test_a_turn_ended_before_the_hangover_is_the_guess_pass(decoder: WhisperDecoder) -> None:
     """An endpoint before the hangover was in: the guess's pass heard the voice end, so it
     is the final at once, no pass queued."""
@@ -271,8 +253,7 @@ def test_a_final_queued_behind_the_guess_pass_reuses_it(decoder: WhisperDecoder)
             partials.append(said)
 
     rec = StreamingRecognizer(held, AsrConfig(), SessionClock(),  # type: ignore[arg-type]
-                              RecognitionRecorder(keep, final=finals.append), hangover_s=0.09,
-                              guess_hangover_s=0.03, periodic=False)
+                              RecognitionRecorder(keep, final=finals.append), voice=Voice(captions=False))
     speech = read_wav(synth("Why are you interested in this role?", lead_s=0.0, tail_s=0.0))
     voiced = -(-len(speech) // FRAME_SAMPLES)
     audio = np.concatenate([speech, np.zeros(FRAME_SAMPLES * 8, dtype=np.int16)])
@@ -308,17 +289,15 @@ def test_a_guess_hangover_as_long_as_the_hangover_is_one_pass(decoder: WhisperDe
     assert silent_heard == [3]
 
 
-@pytest.mark.parametrize("moot_passes", [False, True], ids=["product", "moot-pass"])
 def test_a_pass_that_heard_all_the_voice_leaves_the_guess_no_pass_of_its_own(
-        decoder: WhisperDecoder, moot_passes: bool) -> None:
+        decoder: WhisperDecoder) -> None:
     """A partial pass that started after the last voiced frame and was still decoding when
     the voice stopped has heard every word: the guess's pass would only add one silent
     frame, beside the words model scoring that partial.  The pass over the hangover (the
-    final's) still runs.  The benchmark's ``moot-pass`` baseline runs all three."""
+    final's) still runs (decision 0027)."""
     held = _SpyDecoder(decoder, held=True)
     rec = StreamingRecognizer(held, AsrConfig(), SessionClock(),  # type: ignore[arg-type]
-                              RecognitionRecorder(lambda said: None), hangover_s=0.09,
-                              guess_hangover_s=0.03, moot_passes=moot_passes)
+                              RecognitionRecorder(lambda said: None))
     speech = read_wav(synth("Why are you interested in this role?", lead_s=0.0, tail_s=0.0))
     voiced = -(-len(speech) // FRAME_SAMPLES)
     frames = frames_of([speech, np.zeros(FRAME_SAMPLES * 8, dtype=np.int16)])
@@ -330,7 +309,7 @@ def test_a_pass_that_heard_all_the_voice_leaves_the_guess_no_pass_of_its_own(
         rec.add(frames[voiced], voiced=False)
         rec.pause()  # the guess's pass is due while that pass still decodes
         held.release.set()
-        silent = [0, 1] if moot_passes else [0]
+        silent = [0]
         _until(lambda: rec.idle() and len(held.heard) == len(silent))
         for frame in frames[voiced + 1:voiced + 3]:  # the hangover's audio
             rec.add(frame, voiced=False)
@@ -355,8 +334,8 @@ def test_only_a_pass_over_a_pause_rechecks_its_words(decoder: WhisperDecoder) ->
     pausing, _ = _run(decoder, speaker_pauses=True, recheck=_always)
     assert pausing.rechecked[:2] == [False, True]  # the held partial, then the pause's pass
     spy = _SpyDecoder(decoder)
-    _passes_at_pause(spy, 3, guess_hangover_s=0.03, recheck=_always, tone_passes=True)
-    assert spy.rechecked == [True, True]  # the guess's pass and the hangover's
+    _passes_at_pause(spy, 3, guess_hangover_s=0.03, recheck=_always)
+    assert spy.rechecked == [True]  # the guess's pass, which is the final
 
 
 def test_the_words_an_answer_is_asked_for_are_decoded_with_a_beam(decoder: WhisperDecoder) -> None:
@@ -370,66 +349,12 @@ def test_the_words_an_answer_is_asked_for_are_decoded_with_a_beam(decoder: Whisp
     assert pausing.beams[:2] == [1, AsrConfig().pause_beam] and AsrConfig().pause_beam > 1
     assert pausing.mended[:2] == [False, True]  # the words of record: near-misses mended too
     spy = _SpyDecoder(decoder)
-    _passes_at_pause(spy, 3, guess_hangover_s=0.03, config=AsrConfig(pause_beam=1, mend_names=False),
-                     tone_passes=True)
-    assert spy.beams == [1, 1]  # 1: greedy everywhere
-    assert spy.mended == [False, False]
+    _passes_at_pause(spy, 3, guess_hangover_s=0.03, config=AsrConfig(pause_beam=1, mend_names=False))
+    assert spy.beams == [1]  # 1: greedy everywhere
+    assert spy.mended == [False]
 
 
 def test_a_recheck_beam_of_one_never_rechecks(decoder: WhisperDecoder) -> None:
     spy = _SpyDecoder(decoder)
-    _passes_at_pause(spy, 3, guess_hangover_s=0.03, recheck=_always, config=AsrConfig(recheck_beam=1),
-                     tone_passes=True)
-    assert spy.rechecked == [False, False]
-
-
-def test_a_deferred_recogniser_holds_only_the_pass_over_the_hangover(decoder: WhisperDecoder) -> None:
-    """The listener defers while the words model scores the words of a pause (their
-    verdict is what the guess waits for): the guess's pass still runs, the pass over the
-    hangover waits until released, and a final never waits.  Since decision 0033 the
-    product runs no pass over the hangover once the guess's pass heard the voice end, so
-    this runs the ``tone-pass`` baseline, which still does."""
-    spy = _SpyDecoder(decoder)
-    finals: list[FinalEvent] = []
-
-    def keep(said: object) -> None:
-        if isinstance(said, FinalEvent):
-            finals.append(said)
-
-    rec = StreamingRecognizer(spy, AsrConfig(), SessionClock(),  # type: ignore[arg-type]
-                              RecognitionRecorder(keep), hangover_s=0.09, guess_hangover_s=0.03,
-                              periodic=False, tone_passes=True)
-    speech = read_wav(synth("Why are you interested in this role?", lead_s=0.0, tail_s=0.0))
-    voiced = -(-len(speech) // FRAME_SAMPLES)
-    frames = frames_of([speech, np.zeros(FRAME_SAMPLES * 6, dtype=np.int16)])
-
-    def pause_then_hangover(utterance: int) -> None:
-        """The guess's pass (deferred before it: it runs), then the hangover's audio."""
-        rec.begin(utterance, frames[:voiced])
-        rec.defer(frames[voiced - 1].end)
-        rec.add(frames[voiced], voiced=False)
-        rec.pause()
-        _until(lambda: rec.idle() and len(spy.heard) == utterance * 2 - 1)
-        assert len(spy.heard) == utterance * 2 - 1  # the guess's pass was not held
-        rec.defer(frames[voiced].end)  # as the listener does when the guess's words go to be scored
-        for frame in frames[voiced + 1:voiced + 3]:
-            rec.add(frame, voiced=False)
-        time.sleep(0.3)
-        assert len(spy.heard) == utterance * 2 - 1 and not rec.idle()  # due, and waiting
-
-    rec.start()
-    try:
-        pause_then_hangover(1)
-        rec.verdict_in(1, frames[voiced].end - 0.01)  # a verdict on older words: still waiting
-        time.sleep(0.3)
-        assert len(spy.heard) == 1
-        rec.verdict_in(1, frames[voiced].end)
-        _until(lambda: rec.idle() and len(spy.heard) == 2)
-        assert len(spy.heard) == 2  # released: the pass over the hangover ran
-        assert rec.finalize(1)  # and it is the final, at once
-        pause_then_hangover(2)
-        assert rec.finalize(2) == []  # no pass heard the hangover: a final pass is queued...
-        _until(lambda: bool(finals))
-        assert [f.turn for f in finals] == [2]  # ...and runs though the recogniser was deferred
-    finally:
-        rec.stop()
+    _passes_at_pause(spy, 3, guess_hangover_s=0.03, recheck=_always, config=AsrConfig(recheck_beam=1))
+    assert spy.rechecked == [False]

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from app.core.config import Settings, TurnConfig
-from app.turns.signals import TurnSignals
-from devtools.bench.baselines import NoDeferListening, OwnCoreListening, PassOnlyListening, TextRulesListening
-from devtools.bench.turns import MODES, TurnResult, _ratios, _summarise, canonical, mode_settings
+from app.core.config import Settings
+from app.turns.endpointer import Endpoint, Endpointer
+from devtools.bench.baselines import FixedSilencePolicy, TextRulesPolicy
+from devtools.bench.turns import MODES, TurnResult, _ratios, _summarise, mode_settings
 
 
 def test_a_mode_changes_settings_on_a_copy_of_the_runs() -> None:
@@ -17,17 +17,19 @@ def test_a_mode_changes_settings_on_a_copy_of_the_runs() -> None:
     assert (changed.vad.hangover_ms, changed.turns.endpoint_complete_ms) == (30, 300)
     assert (run.vad.hangover_ms, run.turns.endpoint_complete_ms) == (90, 250)  # untouched
     spec, changed = mode_settings(run, "rules@turns.endpoint_silence_ms=600")
-    assert spec is MODES["rules"] and isinstance(spec.listening, TextRulesListening)
-    assert changed.turns.endpoint_silence_ms == 600
+    assert spec is MODES["rules"] and isinstance(spec.policy, TextRulesPolicy)
+    assert changed.turns.endpoint_silence_ms == 600 and not changed.turns.words_model
+    assert run.turns.words_model  # untouched
     assert mode_settings(run, "naive")[1].answer.low_latency is False
 
 
 @pytest.mark.parametrize(("mode", "says"), [
     ("fast", "unknown mode 'fast'"),
-    ("ours@vad.hangover=30", "is not SECTION.KEY=VALUE"),
-    ("ours@vad.hangover_ms", "is not SECTION.KEY=VALUE"),
-    ("ours@nosuch.key=1", "is not SECTION.KEY=VALUE"),
-    ("ours@vad.hangover_ms=-5", "greater than or equal to 0"),
+    ("ours", "unknown mode 'ours'"),
+    ("product@vad.hangover=30", "is not SECTION.KEY=VALUE"),
+    ("product@vad.hangover_ms", "is not SECTION.KEY=VALUE"),
+    ("product@nosuch.key=1", "is not SECTION.KEY=VALUE"),
+    ("product@vad.hangover_ms=-5", "greater than or equal to 0"),
 ])
 def test_a_mistyped_mode_is_refused_with_what_is_wrong(mode: str, says: str) -> None:
     with pytest.raises(SystemExit, match=says):
@@ -40,40 +42,29 @@ def test_a_variant_of_the_product_is_reported_as_a_ratio_to_it() -> None:
     assert _ratios(summary) == {"rules/product": 1.2, "product/product@vad.hangover_ms=30": 1.25}
 
 
-def test_the_old_mode_names_still_parse_under_the_new_ones() -> None:
-    """Commands in the changelog say ``seed`` and ``ours``."""
-    assert canonical("seed") == "user-fixes"
-    assert canonical("ours@vad.hangover_ms=30") == "product@vad.hangover_ms=30"
-    assert mode_settings(Settings(), "seed")[0] is MODES["user-fixes"]
-    assert mode_settings(Settings(), "ours@vad.hangover_ms=30")[1].vad.hangover_ms == 30
+def test_the_baselines_are_peers_and_simple_policies() -> None:
+    """Every mode but the product is a peer or a simple policy; none replays the product's
+    own past (that is measured at its commit, ``--against``)."""
+    assert set(MODES) == {"naive", "user-fixes", "rules", "pluely", "glass", "product"}
+    for name in ("naive", "user-fixes"):  # no shorter wait after "?" twice in a row
+        turns = mode_settings(Settings(), name)[1].turns
+        assert turns.endpoint_question_silence_ms == turns.endpoint_silence_ms
+    assert mode_settings(Settings(), "product")[1] == Settings()
 
 
-def test_the_behaviour_before_the_guess_at_the_pause_is_a_mode_and_a_ratio() -> None:
-    spec, changed = mode_settings(Settings(), "pass")
-    assert isinstance(spec.listening, PassOnlyListening) and changed == Settings()
-    spec, _ = mode_settings(Settings(), "no-defer")
-    assert isinstance(spec.listening, NoDeferListening) and not spec.listening.defers_passes
-    assert MODES["product"].listening.defers_passes
-    assert MODES["product"].numpy_threads is None and (MODES["blas-threads"].numpy_threads or 0) >= 1
-    spec, _ = mode_settings(Settings(), "own-core")
-    assert isinstance(spec.listening, OwnCoreListening) and not spec.listening.lends_core
-    assert MODES["product"].listening.lends_core
-    summary = {"pass": {"response_latency_median_s": 0.5}, "product": {"response_latency_median_s": 0.4}}
-    assert _ratios(summary) == {"pass/product": 1.25}
-
-
-def test_the_words_model_before_its_system_message_is_a_mode() -> None:
-    """``no-system`` scores the words after a bare user opening (decision 0025); the
-    product scores with the session's signals as loaded."""
-    loaded = TurnSignals.load(TurnConfig(), "en")
-    assert MODES["product"].listening.signals(loaded) is loaded
-    spec, _ = mode_settings(Settings(), "no-system")
-    before = spec.listening.signals(loaded)
-    assert before.words is not None and loaded.words is not None
-    text = "Where do you see yourself in five years?"
-    assert abs(before.words.log_p_end(text) - loaded.words.log_p_end(text)) > 0.5
-    rules = TurnSignals(None, None, "text rules decide")
-    assert spec.listening.signals(rules) is rules
+@pytest.mark.parametrize(("mode", "seconds"), [("pluely", 0.4), ("glass", 2.0)])
+def test_a_fixed_silence_ends_the_turn_whatever_its_words_and_guesses_nothing(mode: str,
+                                                                               seconds: float) -> None:
+    spec, changed = mode_settings(Settings(), mode)
+    assert spec.policy == FixedSilencePolicy(seconds) and not changed.answer.low_latency
+    ep = Endpointer(changed.turns, policy=spec.policy)
+    ep.speech_started(1, 0.0)
+    ep.voiced(1.0)
+    ep.partial(1, "So tell me about", "", 1.0, 1.0)  # trails off: the product would wait long
+    ticks = [round(1.0 + 0.03 * i, 2) for i in range(1, 80)]
+    decided = [(t, d) for t in ticks for d in ep.tick(t)]
+    assert [type(d) for _, d in decided] == [Endpoint]
+    assert decided[0][0] == pytest.approx(1.0 + seconds, abs=0.031)
 
 
 def test_flicker_is_the_share_of_questions_whose_answer_was_withdrawn_and_for_how_long() -> None:

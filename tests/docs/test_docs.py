@@ -136,7 +136,7 @@ def shown_commands(path: Path) -> list[Shown]:
 
 
 MODE_VARIANT = re.compile(r"(?<![\w.-])(\w[\w-]*(?:@[a-z_]+\.[a-z0-9_]+=[^\s,`@]+)+)")
-"""A ``bench turns`` mode with settings changed (``ours@vad.hangover_ms=30``, ``no-defer@…``), wherever the
+"""A ``bench turns`` mode with settings changed (``product@vad.hangover_ms=30``, ``rules@…``), wherever the
 docs name one, also outside a whole command (``MODE@SECTION.KEY=VALUE``, in capitals, is
 the syntax, not a mode)."""
 
@@ -363,8 +363,8 @@ def test_the_readme_shows_the_two_commands_and_the_everyday_ones() -> None:
     "interview-copilot --trace jaeger",
     "interview-copilot bench turns --corpus dev --made-up-flag",
     "interview-copilot bench turns --corpus dev --modes ours,fastest",
-    "interview-copilot bench turns --corpus dev --modes ours@vad.no_such_setting=300",
-    "interview-copilot bench turns --corpus dev --modes ours@vad.hangover_ms=soon",
+    "interview-copilot bench turns --corpus dev --modes product@vad.no_such_setting=300",
+    "interview-copilot bench turns --corpus dev --modes product@vad.hangover_ms=soon",
     "interview-copilot bench turns --corpus dev --candidate-track off,shout",
     "interview-copilot bench asr",
     "interview-copilot doctor --made-up-flag",

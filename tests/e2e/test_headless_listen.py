@@ -132,12 +132,12 @@ def test_the_embedded_llm_confirms_questions_sooner(server: FakeServer, local: b
     from app.llm.endpoint import LlmEndpoint
     from app.session.listener import ListenerOptions
     from app.session.session import Session
-    from devtools.bench.baselines import TextRulesListening
+    from devtools.bench.baselines import TextRulesPolicy
 
     events: list[Event] = []
     # at half speed: the rules need "?" from two passes, and on a busy machine passes run slow
     # (and rest as long, decision 0034); the waits are on the audio clock either way
-    copilot = Session(Settings(), listener_options=ListenerOptions(TextRulesListening()),
+    copilot = Session(Settings(), listener_options=ListenerOptions(policy=TextRulesPolicy()),
                       audio_file=synth("Why are you interested in this role?"), speed=0.5,
                       llm=LlmEndpoint(server.start(), "sk-good", "gpt-4o-mini", local=local))
     assert copilot.listening_settings().turns.endpoint_question_silence_ms == wait * 1000

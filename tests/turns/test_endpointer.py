@@ -7,7 +7,7 @@ import pytest
 from app.audio.frames import FRAME_MS
 from app.core.config import TurnConfig
 from app.turns.endpointer import Decision, Discard, Endpoint, Endpointer, OpenTurn, Speculate
-from devtools.bench.baselines import PassOnlyPolicy, TextRulesPolicy
+from devtools.bench.baselines import TextRulesPolicy
 
 
 def started(cfg: TurnConfig | None = None, language: str = "en") -> Endpointer:
@@ -372,15 +372,6 @@ def test_the_rules_alone_guess_words_heard_before_the_pause_after_a_pause() -> N
     assert decisions[0] == (_first_tick(max(cfg.speculate_ahead_ms, cfg.speculate_min_pause_ms)),
                             Speculate(1, WHOLE, "question"))
     assert [s for s, d in decisions if isinstance(d, Endpoint)] == [QUESTION_WAIT]
-
-
-def test_before_the_guess_at_the_pause_only_a_current_partial_is_guessed() -> None:
-    """The benchmark's baseline of before issue 29."""
-    ep = Endpointer(TurnConfig(), policy=PassOnlyPolicy())
-    ep.speech_started(1, 0.5)
-    ep.expect_words(True)
-    _heard_before_the_pause(ep, FINISHED)
-    assert not any(isinstance(d, Speculate) for _, d in _ticks(ep, 3.0))
 
 
 class _Scripted:

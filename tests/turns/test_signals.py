@@ -22,7 +22,7 @@ from app.core.config import Settings, TurnConfig
 from app.core.events import EventBus, VadEvent
 from app.platform.bundled import find_bundled_model
 from app.platform.cores import spare_words_threads
-from app.session.listener import Listener, ListenerOptions, ProductListening
+from app.session.listener import Listener
 from app.turns.endpointer import Endpointer
 from app.turns.policy import Evidence, TextCues, decide
 from app.turns.signals import SignalRequest, SignalResult, SignalWorker, TurnSignals
@@ -173,15 +173,10 @@ def test_a_scorer_whose_spare_core_cannot_be_timed_scores_on_one_thread(
     assert scorer.log_p_end(QUESTIONS[0], spare_core=True) == words.log_p_end(QUESTIONS[0])
 
 
-@pytest.mark.parametrize("lends", [True, False], ids=["product", "own-core"])
-def test_the_verdict_the_guess_waits_for_may_borrow_the_recognisers_core(decoder: WhisperDecoder,
-                                                                         lends: bool) -> None:
+def test_the_verdict_the_guess_waits_for_may_borrow_the_recognisers_core(decoder: WhisperDecoder) -> None:
     """A partial whose pass heard all the voice so far (at the end of the question, and at
     each gap between words) is scored while the recogniser's next pass waits for its
-    verdict: that request, and only such a one, may borrow its core.  The benchmark's
-    ``own-core`` baseline never lends it."""
-    from devtools.bench.baselines import OwnCoreListening
-
+    verdict: that request, and only such a one, may borrow its core."""
     requests: list[SignalRequest] = []
 
     class Recording(TurnSignals):
@@ -193,22 +188,18 @@ def test_the_verdict_the_guess_waits_for_may_borrow_the_recognisers_core(decoder
     clip = synth("Why are you leaving your current job?", lead_s=1.0)
     _, voice_end = speech_bounds(clip)
     clock = SessionClock()
-    listening = ProductListening() if lends else OwnCoreListening()
     # A quarter of real time: the rule is which requests may borrow, not whether this machine
     # keeps up (beside four busy processes, at real time the pause's pass merged into the
     # final's, and no partial heard the last words: the old code failed the same way).
     listener = Listener(FileSource(clip, clock, speed=0.25), decoder, Settings(), EventBus(), clock,
-                        StandaloneHooks(lambda: Recording(loaded.words, loaded.sound, loaded.status)),
-                        ListenerOptions(listening))
+                        StandaloneHooks(lambda: Recording(loaded.words, loaded.sound, loaded.status)))
     listener.start()
     assert listener.finish(timeout=60)
     listener.stop()
     lent = [r.audio_end for r in requests if r.spare_core]
     assert any(r.audio_end >= voice_end - 0.1 for r in requests)
-    if lends:  # the pass that heard the last words (played slowly, every pass hears all so far)
-        assert any(end >= voice_end - 0.1 for end in lent), (lent, voice_end)
-    else:
-        assert not lent
+    # the pass that heard the last words (played slowly, every pass hears all so far)
+    assert any(end >= voice_end - 0.1 for end in lent), (lent, voice_end)
 
 
 def test_the_worker_scores_off_the_callers_thread_and_keeps_only_the_newest() -> None:
@@ -244,45 +235,6 @@ def _idle(worker: SignalWorker) -> None:
     deadline = time.monotonic() + 30
     while not worker.idle() and time.monotonic() < deadline:
         time.sleep(0.01)
-
-
-def test_a_warm_up_request_fills_the_cache_and_delivers_nothing() -> None:
-    results: list[SignalResult] = []
-    worker = SignalWorker(lambda: TurnSignals.load(TurnConfig(), "en"), results.append)
-    worker.start()
-    try:
-        assert worker.ready.wait(60)
-        assert worker.signals is not None and worker.signals.words is not None
-        words = worker.signals.words
-        worker.submit(SignalRequest(1, QUESTIONS[3], 1.0, warm_only=True))  # the pause began
-        _idle(worker)
-        assert results == []
-        calls = words.calls
-        worker.submit(SignalRequest(1, QUESTIONS[3], 1.2))  # the pass that heard it all: same words
-        _idle(worker)
-    finally:
-        worker.stop()
-    assert words.calls == calls  # scored from the cache
-    assert [(r.text, r.audio_end) for r in results] == [(QUESTIONS[3], 1.2)]
-
-
-def test_a_warm_up_request_never_replaces_one_waiting() -> None:
-    results: list[SignalResult] = []
-    loading = threading.Event()
-    load = lambda: (loading.wait(60), TurnSignals.load(TurnConfig(), "en"))[1]  # noqa: E731
-    worker = SignalWorker(load, results.append)
-    worker.start()
-    try:
-        worker.submit(SignalRequest(1, QUESTIONS[0], 1.0))  # waits while the model loads
-        worker.submit(SignalRequest(1, QUESTIONS[1], 1.1, warm_only=True))
-        loading.set()
-        assert worker.ready.wait(60)
-        _idle(worker)
-    finally:
-        worker.stop()
-    assert [r.text for r in results] == [QUESTIONS[0]]
-    assert worker.signals is not None and worker.signals.words is not None
-    assert worker.signals.words.calls == 1  # the warm-up was dropped, not scored
 
 
 def test_a_missing_signal_leaves_the_rules_and_says_so() -> None:
