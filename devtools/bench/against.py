@@ -30,7 +30,7 @@ ROOT = Path(__file__).resolve().parents[2]
 HERE = "here"
 Runner = Callable[[Path, Path], dict[str, list[dict[str, Any]]]]
 """Replays a corpus folder, writing under an output folder: the turns per mode."""
-PASSED_ON = ("modes", "profile", "base_url", "api_key", "model")
+PASSED_ON = ("modes", "profile", "base_url", "api_key", "model", "load")
 """``bench turns`` options both trees get as given."""
 
 
@@ -65,6 +65,8 @@ def child_runner(tree: Path, args: argparse.Namespace) -> Runner:
     if getattr(args, "local", False):
         options.append("--local")
     config = ["--config", str(args.config)] if getattr(args, "config", None) else []
+    if getattr(args, "language", None):
+        config += ["--language", str(args.language)]  # a global option: before the subcommand
 
     def run(corpus: Path, out: Path) -> dict[str, list[dict[str, Any]]]:
         env = {**os.environ, "PYTHONPATH": str(tree)}

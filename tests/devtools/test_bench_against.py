@@ -73,13 +73,13 @@ def test_the_other_tree_runs_its_own_code_in_a_child(tmp_path: Path) -> None:
         "out = pathlib.Path(argv[argv.index('--out') + 1]); out.mkdir(parents=True)\n"
         "(out / 'bench-turns.json').write_text(json.dumps({'turns': {'product': [{'argv': argv}]}}))\n")
     args = argparse.Namespace(modes="rules,product", profile="relay", base_url=None, api_key=None,
-                              model=None, local=False, config=None)
+                              model=None, local=False, config=None, language="zh", load="call")
     with tree_of(str(tree)) as there:
         assert there == tree.resolve()
         turns = child_runner(there, args)(tmp_path / "clip0", tmp_path / "out")
-    assert turns["product"][0]["argv"] == [
-        "bench", "turns", "--corpus", str(tmp_path / "clip0"), "--out", str(tmp_path / "out"),
-        "--modes", "rules,product", "--profile", "relay"]
+    assert turns["product"][0]["argv"] == [  # the language is global: before the subcommand
+        "--language", "zh", "bench", "turns", "--corpus", str(tmp_path / "clip0"),
+        "--out", str(tmp_path / "out"), "--modes", "rules,product", "--profile", "relay", "--load", "call"]
 
 
 def test_a_commit_is_checked_out_into_a_worktree_that_is_removed_after() -> None:
