@@ -90,8 +90,8 @@ class LlmChoice:
             return local_model_name(self._settings.llm) == LOCAL_MODEL
         return self._llm.model == LOCAL_MODEL
 
-    def listening_settings(self) -> Settings:
-        """The settings the listener runs with: the embedded server's own endpoint wait."""
+    def effective_settings(self) -> Settings:
+        """The settings a start runs with: the embedded server's own endpoint wait."""
         if not (self._answers and self.answers_locally):
             return self._settings
         turns = self._settings.turns

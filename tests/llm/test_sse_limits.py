@@ -22,7 +22,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from openai._streaming import _SSELineDecoder
 
-from app.answer.engine import AnswerEngine
+from app.answer.engine import AnswerEngine, AnswerTarget
 from app.core.clock import SessionClock
 from app.core.config import Settings
 from app.core.events import AnswerDoneEvent, ErrorEvent, EventBus, FinalEvent
@@ -100,8 +100,9 @@ def test_the_engine_reports_the_cut_and_keeps_the_answer(server: FakeServer) -> 
     bus.subscribe(rec)
     base_url = server.start()
     settings = Settings()
-    engine = AnswerEngine(settings, bus, SessionClock(), PromptBuilder(None, None, None),
-                          lambda: LlmClient(base_url, KEY, MODEL), model=MODEL, session_id="test")
+    prompt = PromptBuilder(None, None, None)
+    engine = AnswerEngine(settings, bus, SessionClock(), lambda language: prompt,
+                          lambda: LlmClient(base_url, KEY, MODEL), target=AnswerTarget(MODEL, "test"))
     bus.subscribe(engine.on_event)
     engine.start()
     try:

@@ -15,7 +15,7 @@ pytest.importorskip("opentelemetry.sdk")
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from app.answer.engine import AnswerEngine
+from app.answer.engine import AnswerEngine, AnswerTarget
 from app.core.clock import SessionClock
 from app.core.config import Settings
 from app.core.events import (
@@ -228,9 +228,10 @@ def test_real_engine_turns_against_the_fake_server() -> None:
         tracer = TurnTracer(exporter, clock=clock, model="gpt-4o-mini", base_url=server.base_url)
         bus.subscribe(tracer)
         bus.subscribe(lambda e: done.set() if isinstance(e, AnswerDoneEvent) and e.turn == 2 else None)
-        engine = AnswerEngine(settings, bus, clock, PromptBuilder(None, None, None),
+        prompt = PromptBuilder(None, None, None)
+        engine = AnswerEngine(settings, bus, clock, lambda language: prompt,
                               lambda: LlmClient(server.base_url, "k", "gpt-4o-mini"),
-                              model="gpt-4o-mini", session_id="s1")
+                              target=AnswerTarget("gpt-4o-mini", "s1"))
         bus.subscribe(engine.on_event)
         engine.start()
         try:
