@@ -304,13 +304,12 @@ def _demo_audio() -> Path:
 def _tracer(session: Session, args: argparse.Namespace) -> TurnTracer | None:
     if not getattr(args, "trace", None):
         return None
-    from app.observing.tracing import TracingUnavailable, maybe_tracer
+    from app.observing.tracing import Traced, TracingUnavailable, maybe_tracer
 
     llm = session.llm
+    about = Traced(llm.model if llm else None, llm.base_url if llm else None, session.session_id)
     try:
-        tracer = maybe_tracer(args.trace, include_text=args.trace_text, clock=session.clock,
-                              model=llm.model if llm else None, base_url=llm.base_url if llm else None,
-                              session_id=session.session_id)
+        tracer = maybe_tracer(args.trace, include_text=args.trace_text, clock=session.clock, about=about)
     except TracingUnavailable as exc:
         raise FatalError(str(exc)) from exc
     if tracer is not None:

@@ -39,6 +39,7 @@ import sys
 import threading
 import time
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import IO, TYPE_CHECKING, Any, Literal
 from urllib.parse import urlsplit
 
@@ -77,6 +78,18 @@ class TracingUnavailable(RuntimeError):
 # --- the listener ------------------------------------------------------------------------
 
 
+@dataclass(frozen=True, slots=True)
+class Traced:
+    """What the spans say they are about: the model, its endpoint, the session."""
+
+    model: str | None = None
+    base_url: str | None = None
+    session_id: str | None = None
+
+
+_NOTHING_KNOWN = Traced()
+
+
 class TurnTracer:
     """Bus listener turning each answered turn into one trace; see the module docstring.
 
@@ -94,9 +107,7 @@ class TurnTracer:
         *,
         include_text: bool = False,
         clock: SessionClock | None = None,
-        model: str | None = None,
-        base_url: str | None = None,
-        session_id: str | None = None,
+        about: Traced = _NOTHING_KNOWN,
         stream: IO[str] | None = None,
         epoch_origin_ns: int | None = None,
         batch: bool | None = None,
@@ -112,9 +123,9 @@ class TurnTracer:
 
         self.include_text = include_text
         self._clock = clock
-        self._model = model
-        self._server = urlsplit(base_url) if base_url else None
-        self._session_id = session_id
+        self._model = about.model
+        self._server = urlsplit(about.base_url) if about.base_url else None
+        self._session_id = about.session_id
         self._origin_ns = epoch_origin_ns
         # Wall minus the session clock's base, taken once: session → counter → epoch without drift.
         self._wall_minus_mono = time.time() - time.perf_counter()

@@ -82,6 +82,7 @@ class Session:
         self.session_id = uuid.uuid4().hex[:12]
         self.low_latency = LowLatency(settings.answer.low_latency)
         """Low-latency mode: this session owns it; the engine, the listener and the window observe."""
+        self.low_latency.observe(lambda on: setattr(settings.answer, "low_latency", on))  # the next start's
         self._changed = threading.Condition()
         """Guards ``_shut`` and the command queue's counts; tells waiters the state or the
         counts moved."""

@@ -26,7 +26,7 @@ from app.answer.engine import AnswerEngine, AnswerTarget
 from app.core.clock import SessionClock
 from app.core.config import Settings
 from app.core.events import AnswerDoneEvent, ErrorEvent, EventBus, FinalEvent
-from app.llm.client import Delta, LlmClient
+from app.llm.client import ClientTuning, Delta, LlmClient
 from app.llm.errors import LlmError
 from app.llm.limits import MAX_SSE_EVENT_BYTES, EventSizeGuard, StreamTooLarge, answer_cap
 from app.prompt.builder import PromptBuilder
@@ -48,7 +48,7 @@ def server() -> Iterator[FakeServer]:
 
 async def _read(url: str, *, max_tokens: int = MAX_TOKENS) -> tuple[str, LlmError | None]:
     """The text the client yielded, and the error that ended it (None: it finished)."""
-    client = LlmClient(url, KEY, MODEL, rewarm_idle_s=None, first_token_timeout=10.0)
+    client = LlmClient(url, KEY, MODEL, ClientTuning(rewarm_idle_s=None, first_token_timeout=10.0))
     text: list[str] = []
     try:
         stream = client.stream_chat([{"role": "user", "content": "Tell me everything."}],
