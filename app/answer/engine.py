@@ -9,21 +9,7 @@ client is bound to the loop it first ran on).  It listens to two events:
   tokens are flushed in one go and the stream keeps flowing to the screen; otherwise
   the speculation is cancelled (closing its HTTP stream) and the final text is asked.
 
-Only tokens of a confirmed request become ``token`` events, so a discarded
-speculation can never reach the screen.  One answer is in front at a time: before a new
-answer shows its first token, an older one still streaming is cut (``cut``).  When the
-interviewer goes on speaking after the endpoint (``resumed``), the answer on screen is
-withdrawn (``retracted``) and becomes a guess again: if the whole question turns out to
-be the same one (only a tag such as "right?" was added) it is shown again
-(``restored``); otherwise the whole question is asked.
-
-Turn ids come from the session (the listening half hands them out); a regeneration is
-a new request of the same turn.
-
-Each request is an :class:`~app.answer.handle.AnswerHandle`: its state changes only
-through its transition, which also makes every event about it.  This module decides
-*when* (which question, which guess, which answer is in front); the handle decides what
-follows.
+Design notes: decision 0039.
 """
 
 from __future__ import annotations

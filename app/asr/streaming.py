@@ -1,23 +1,11 @@
 """Streaming recognition: one worker re-decoding the live utterance, newest audio first.
 
 The audio thread only appends frames and says when a pass is worth running; the worker
-snapshots the utterance *when it starts* a pass, so passes never queue behind each
-other: if decoding falls behind, the next pass simply covers more audio.  A pause in
-speech asks for a pass once the hangover is in (that pass usually becomes the final,
-reused without a second decode), and, for a speaker whose words are guessed, one at its
-first silent frame before it; once a pass heard the voice end (all the voice and the
-silence after it), the hangover's audio is room tone, no evidence, and is not decoded:
-that pass is the final, word for word (decision 0033).  A final request jumps ahead of
-any partial.  A partial pass still running when such a pass starts waiting, over audio
-that ends before the speaker fell silent, is given up after its encoder: its words would
-be stale before they were shown, and the pass that heard everything (the guess, then the
-final) starts up to half a pass sooner.
-
-With the decoder's language "auto", every pass detects the language until one settles
-it for the session: a pass over at least ``LOCK_MIN_AUDIO_S`` of audio whose text passed
-the guards and whose language probability is at least ``LOCK_PROBABILITY``, or the first
-final with text.  From then on every pass decodes in that language (a one-word English
-aside in a Chinese interview stays Chinese-decoded), and ``on_language`` hears it once.
+snapshots the utterance when it starts a pass, so passes never queue behind each other:
+a late pass covers more audio.  A pause is decoded for the guess at its first silent
+frame, and again once the hangover is in unless that pass heard the voice end: then it
+is the final, word for word (decision 0033).  A final jumps ahead of any partial.
+Design notes: decision 0039.
 """
 
 from __future__ import annotations

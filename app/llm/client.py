@@ -3,19 +3,8 @@
 A suggested answer is only useful if its first words appear while the question still
 hangs in the air, and a cold HTTPS request spends 100-300 ms on TCP+TLS before the
 provider even sees it.  :class:`LlmClient` is the façade the app uses; each job it does
-lives in its own module of :mod:`app.llm`, around one :class:`~app.llm.chat.ChatRequest`:
-
-* :mod:`app.llm.warming` keeps a small pool of connections open (warm-up at start, a
-  re-warm after each cancel, an idle refresh);
-* :mod:`app.llm.hedging` gives a request at most one more chance before its first
-  token (a re-send, or a hedge on a fresh connection when it stalls);
-* :mod:`app.llm.fields` drops optional fields a server refuses, and remembers;
-* :mod:`app.llm.timing` measures where a request's time went (connect, TLS, first token);
-* :mod:`app.llm.wording` turns every failure into one sentence the user can act on.
-
-Once text is on screen a failure is reported with the text kept (``partial``), never
-re-sent (the user would see the answer restart) and never left hanging
-(``stall_timeout`` between chunks).
+lives in its own module of :mod:`app.llm`, around one
+:class:`~app.llm.chat.ChatRequest`.  Design notes: decision 0039.
 """
 
 from __future__ import annotations

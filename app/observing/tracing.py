@@ -7,27 +7,8 @@ needs to know about tracing: :class:`TurnTracer` is a plain bus listener that fe
 turn timeline (:mod:`app.observing.timeline`) and, when the turn's ``answer_done`` arrives, creates the
 whole span tree after the fact with explicit start and end times.  That keeps the cost
 while someone is talking at one dict update per event, and keeps OpenTelemetry out of
-the app entirely unless tracing is switched on (it is imported lazily here).
-
-A turn's trace::
-
-    turn 3                                  speech start → answer done
-      speech                                first voiced frame → last voiced frame
-      endpoint wait                         last voiced frame → turn declared over
-      asr final                             endpoint → final transcript
-      speculation (hit|miss|cancelled)      speculate → verdict
-        chat gpt-4o-mini                    the speculative request (same shape as below)
-      chat gpt-4o-mini                      request sent → answer done (GenAI attributes)
-        connect / tls                       new connection only (absent = reused)
-        server wait                         request written → response headers
-        first sse byte                      headers → first SSE event
-        first token                         first SSE event → first content token
-      first token shown                     token received → on screen (held while speculative)
-      painted                               shown → painted by the window
-      answer stream                         shown → last token
-
-Prompt and transcript text never goes into a span unless ``include_text=True``: traces
-are typically shipped to a collector, and an interview is private.
+the app entirely unless tracing is switched on (it is imported lazily here).  A turn's
+trace, and design notes: decision 0039.
 """
 
 from __future__ import annotations

@@ -1,26 +1,9 @@
-"""One owner of a running session: its lifecycle, its turn ids, its listening half and
-its answer engine.  The window and the command line both drive a :class:`Session`.
+"""One owner of a running session: its lifecycle, its listening half and its answer
+engine.  The window and the command line both drive a :class:`Session`.
 
 States: ``idle → starting → listening → stopping → idle``; ``failed`` when the audio
 cannot be opened or dies in a session that must not go on without it.  Every change is
-a ``session`` event.
-
-The session's state (its state, listeners, answer engine) has one owner: the ``session``
-thread, which runs the front end's calls as commands from a queue, in the order they
-were made (:mod:`app.session.commands`).  The calls return at once, so the window never
-waits for Stop's joins and never emits on the bus.  Start-up runs on a thread of its own
-(``session-start``, :mod:`app.session.start_up`) and checks a cancel flag between its
-steps, so Stop works while starting and quitting never waits for it; what it builds (the
-listeners, the engine) it hands to the session thread, which installs it only if that
-start is still the current one.  Listening begins as soon as the audio is open; the
-answer engine (which may start the embedded LLM server, seconds:
-:mod:`app.session.llm_choice`) comes up beside it, and a question asked meanwhile waits
-for it.  A recording replayed with the embedded LLM starts playing once that is ready.
-The résumé and job description are read once per start
-(:mod:`app.session.candidate_documents`).
-
-Turn ids are handed out here, so they stay unique across Stop/Start and a regenerated
-answer is a new request of the same turn.
+a ``session`` event. Design notes: decision 0039.
 """
 
 from __future__ import annotations

