@@ -35,7 +35,7 @@ PARTIAL_SPACING = 1.0
 """While the voice goes on, a partial pass starts no sooner than this many times the last
 pass's duration after it ended: partials take at most half of the decoding thread's time.
 On a quiet machine a pass (~60–100 ms) is far under the 300 ms cadence and nothing changes;
-beside a video call a slowed pass no longer runs back to back with the next, so a pause
+beside a video call a slowed pass does not run back to back with the next, so a pause
 landing at a random instant finds a partial in progress half the time instead of always
 (the pass at the pause waits on average half as long for it), and the words model and the
 call keep a share of the cores.  The pause's passes and the final never wait for it.  1:
@@ -352,7 +352,7 @@ class StreamingRecognizer:
         than the final's: the guess's pass is moot when a partial pass taken just before
         the voice stopped heard it all, and it would only slow down the words model
         scoring that partial (on two cores each makes the other ~20 ms slower), which is
-        what the guess now waits for.  The hangover's pass is moot once a pass heard the
+        what the guess waits for.  The hangover's pass is moot once a pass heard the
         voice end: it would add only room tone, and that pass is the final
         (:meth:`_heard_voice_end`)."""
         utt = self._current

@@ -62,9 +62,8 @@ class SpareCore:
     """Does a verdict the recogniser waits for run on the core that recogniser leaves idle?
 
     llama.cpp's threads meet at a barrier after every operation and spin there (decision
-    0007): beside a busy process a two-thread verdict was slower than one thread's (median
-    32 against 19 ms, p90 160 here), and so it was in the pipeline while numpy's idle BLAS
-    worker held the second core (decision 0028).  So the gain is measured once the model
+    0007): beside a busy process a two-thread verdict is slower than one thread's (median
+    32 against 19 ms, p90 160: decisions 0028 and 0029).  So the gain is measured once the model
     has loaded (:meth:`WordsScorer.calibrate`), and kept only while it holds: once two of
     the last three borrowed verdicts took longer than one thread takes for a token, times
     their tokens, the scorer stops borrowing (decision 0029).
