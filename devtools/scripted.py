@@ -27,6 +27,7 @@ from app.core.events import (
     Usage,
     VadEvent,
 )
+from app.core.low_latency import LowLatency
 
 Step = tuple[float, Callable[[float], Event]]
 """(seconds to wait before, factory taking the session time)."""
@@ -41,23 +42,19 @@ class ScriptedController:
         self.calls: list[str] = []
         self._script = list(script)
         self._speed = speed
-        self._low_latency = True
-        self._listening = False
+        self.low_latency = LowLatency(True)
+        self._active = False
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self.done = threading.Event()
 
     @property
-    def low_latency(self) -> bool:
-        return self._low_latency
-
-    @property
-    def listening(self) -> bool:
-        return self._listening
+    def active(self) -> bool:
+        return self._active
 
     def start(self) -> None:
         self.calls.append("start")
-        self._listening = True
+        self._active = True
         if not self.clock.started:
             self.clock.start()
         if self._thread is None and self._script:
@@ -66,11 +63,11 @@ class ScriptedController:
 
     def stop(self) -> None:
         self.calls.append("stop")
-        self._listening = False
+        self._active = False
 
     def shutdown(self) -> None:
         self.calls.append("shutdown")
-        self._listening = False
+        self._active = False
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout=2)
@@ -89,7 +86,7 @@ class ScriptedController:
 
     def set_low_latency(self, on: bool) -> None:
         self.calls.append(f"set_low_latency:{on}")
-        self._low_latency = on
+        self.low_latency.set(on)
 
     def _play(self) -> None:
         for delay, make in self._script:

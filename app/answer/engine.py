@@ -9,21 +9,7 @@ client is bound to the loop it first ran on).  It listens to two events:
   tokens are flushed in one go and the stream keeps flowing to the screen; otherwise
   the speculation is cancelled (closing its HTTP stream) and the final text is asked.
 
-Only tokens of a confirmed request become ``token`` events, so a discarded
-speculation can never reach the screen.  One answer is in front at a time: before a new
-answer shows its first token, an older one still streaming is cut (``cut``).  When the
-interviewer goes on speaking after the endpoint (``resumed``), the answer on screen is
-withdrawn (``retracted``) and becomes a guess again: if the whole question turns out to
-be the same one (only a tag such as "right?" was added) it is shown again
-(``restored``); otherwise the whole question is asked.
-
-Turn ids come from the session (the listening half hands them out); a regeneration is
-a new request of the same turn.
-
-Each request is an :class:`~app.answer.handle.AnswerHandle`: its state changes only
-through its transition, which also makes every event about it.  This module decides
-*when* (which question, which guess, which answer is in front); the handle decides what
-follows.
+Design notes: decision 0039.
 """
 
 from __future__ import annotations
@@ -67,6 +53,7 @@ from app.core.events import (
     StatusEvent,
     TokenEvent,
 )
+from app.core.low_latency import LowLatency
 from app.core.text import question_key, tags_of
 from app.llm.chat import Delta, Done, Message, StreamItem
 from app.llm.errors import LlmError
@@ -107,6 +94,23 @@ class Strategy:
     returns, starts (warms) it and streams every request through it."""
 
 
+@dataclass(frozen=True, slots=True)
+class AnswerTarget:
+    """Where the answers go, and what that server needs."""
+
+    model: str
+    session_id: str
+    """Keys the prompt cache (with the prompt's prefix)."""
+    base_url: str = ""
+    prime_cache: bool = False
+    """Read the prompt's prefix once at start (a local server: seconds, then cached)."""
+    one_at_a_time: bool = False
+    """The server answers one request at a time (the embedded llama.cpp server): a new
+    question's request would queue behind the answer on screen, so it cuts it as it
+    leaves instead of when its own first token arrives."""
+
+
+_PRODUCT = Strategy()
 _ANSWERED = frozenset({AnswerState.DONE, AnswerState.CUT, AnswerState.FAILED})
 """Ends of an answer the candidate saw: the prompt's history records it."""
 
@@ -120,34 +124,32 @@ class _Turn:
 
 
 class AnswerEngine:
-    def __init__(self, settings: Settings, bus: EventBus, clock: SessionClock, prompt: PromptBuilder,
-                 client_factory: ClientFactory, *, model: str, session_id: str, base_url: str = "",
-                 strategy: Strategy = Strategy(), send_cache_key: bool = True,
-                 prime_cache: bool = False, one_at_a_time: bool = False,
-                 prompt_for_language: Callable[[str], PromptBuilder] | None = None) -> None:
+    def __init__(self, settings: Settings, bus: EventBus, clock: SessionClock,
+                 prompts: Callable[[str], PromptBuilder], client_factory: ClientFactory, *,
+                 target: AnswerTarget, strategy: Strategy = _PRODUCT,
+                 low_latency: LowLatency | None = None) -> None:
+        """``prompts``: the prompt for a language (the session's, then the one it settles);
+        ``low_latency``: the session's mode (observed), else one of its own from settings."""
         self._settings = settings
         self._bus = bus
         self._clock = clock
-        self._prompt = prompt
+        self._prompts = prompts
+        prompt = self._prompt = prompts(settings.asr.language)
         self._recall = RecallAnnouncer(self._emit, clock.now)
         """The résumé lines each question touches, shown before its answer."""
         self._client_factory = strategy.clients(client_factory)
-        self._model = model
-        self._base_url = base_url
-        self._prime_cache = prime_cache
-        self._one_at_a_time = one_at_a_time
-        """The server answers one request at a time (the embedded llama.cpp server): a new
-        question's request would queue behind the answer on screen, so it cuts it as it
-        leaves instead of when its own first token arrives."""
+        self._model = target.model
+        self._base_url = target.base_url
+        self._prime_cache = target.prime_cache
+        self._one_at_a_time = target.one_at_a_time
         self._strategy = strategy
-        self._low_latency = settings.answer.low_latency
-        self._session_id = session_id
-        self._send_cache_key = send_cache_key
-        self._prompt_for_language = prompt_for_language
-        self._cache_key = cache_key(session_id, prompt.prefix_messages()) if send_cache_key else None
+        self._low_latency = low_latency or LowLatency(settings.answer.low_latency)
+        self._stop_observing = self._low_latency.observe(self._low_latency_changed)
+        self._session_id = target.session_id
+        self._cache_key = cache_key(self._session_id, prompt.prefix_messages())
         self._fillers = frozenset(settings.turns.all_words("fillers"))
         self._tags = tags_of(settings.turns.all_words("end_words"))
-        self._ledger = Ledger(settings.prices.get(model))
+        self._ledger = Ledger(settings.prices.get(target.model))
         self._ids = itertools.count(1)
         self._turns: dict[int, _Turn] = {}
         self._last_turn: _Turn | None = None
@@ -179,6 +181,7 @@ class AnswerEngine:
         self._ready.wait(timeout)
 
     def stop(self, timeout: float = 10.0) -> None:
+        self._stop_observing()
         loop = self._loop
         if loop is None:
             return
@@ -203,12 +206,11 @@ class AnswerEngine:
 
     @property
     def low_latency(self) -> bool:
-        return self._low_latency
+        return self._low_latency.on
 
-    def set_low_latency(self, on: bool) -> None:
-        self._low_latency = on
+    def _low_latency_changed(self, on: bool) -> None:
         self._emit(StatusEvent(t=self._clock.now(), stage="answer",
-                               message=f"low-latency mode {'on' if self._low_latency else 'off'}"))
+                               message=f"low-latency mode {'on' if on else 'off'}"))
 
     def cancel_answer(self) -> None:
         self._call(self._cancel_all)
@@ -312,7 +314,7 @@ class AnswerEngine:
 
     def _on_speculate(self, event: SpeculateEvent) -> None:
         self._recall.question(self._prompt.recall, event.turn, event.text, guessed=True)
-        if not self._low_latency:
+        if not self._low_latency.on:
             return
         turn = self._turn(event.turn)
         if turn.answer is not None or len(turn.speculations) >= self._settings.answer.max_speculations:
@@ -361,16 +363,13 @@ class AnswerEngine:
 
     def _on_language(self, language: str) -> None:
         """An ``auto`` session settled its language: answer in it, with its own prefix."""
-        if self._prompt_for_language is None:
-            return
-        prompt = self._prompt_for_language(language)
+        prompt = self._prompts(language)
         if prompt.language == self._prompt.language:
             return
         for turn in self._prompt.turns:
             prompt.record_turn(turn.question, turn.answer, key=turn.key)
         self._prompt = prompt
-        if self._send_cache_key:
-            self._cache_key = cache_key(self._session_id, prompt.prefix_messages())
+        self._cache_key = cache_key(self._session_id, prompt.prefix_messages())
 
     def _on_resumed(self, event: ResumedEvent) -> None:
         """The interviewer went on: the answer to the first half is no answer any more."""

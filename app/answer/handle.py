@@ -6,25 +6,8 @@ whole question turns out to be the same, and ends done, cut or failed — or, fo
 that never showed, wasted.  :meth:`AnswerHandle.transition` is the only place that state
 changes: it refuses a move :data:`NEXT` does not list and returns the events the move
 means, so every event about an answer comes from a transition.  The engine decides
-*when* (which question, which answer is in front); this module decides *what follows*.
-
-::
-
-    HELD ─hit─► CONFIRMED ─first fragment─► SHOWN ─complete─► DONE ─go on─► WITHDRAWN_DONE
-     │ complete                              │ │ └─cut / cancel─► CUT        │ hit: restored
-     ▼                                       │ └───fail─────────► FAILED     ▼
-    READY ─hit─► DONE                  go on │                             DONE
-                                             ▼
-                        WITHDRAWN ─hit: restored─► SHOWN
-                         │ complete
-                         ▼
-                        WITHDRAWN_READY ─hit: restored─► DONE
-
-    a guess (HELD, READY, WITHDRAWN, WITHDRAWN_READY) missed, cancelled or failed ─► WASTED
-    taken back by the user (SHOWN, DONE, FAILED), or WITHDRAWN_DONE missed ─► RETRACTED
-
-``retracted`` and ``restored`` are about what the user saw: an answer that showed nothing
-(a confirmed one before its first fragment, an empty one) is neither.
+*when* (which question, which answer is in front); this module decides *what follows*.  The states and
+their moves, and design notes: decision 0039.
 """
 
 from __future__ import annotations

@@ -1,20 +1,6 @@
 """One Whisper pass over an utterance, sized to the utterance instead of 30 s.
 
-faster-whisper's ``transcribe`` pads every input to a 30 s window, and the encoder then
-costs as much for a three-word question as for 30 s of speech.  CTranslate2's encoder
-accepts shorter inputs, so we pad the audio only to the next bucket past its end, but
-to at least ``min_context_s``: below ~6 s of context tiny.en starts looping and
-mishearing, while 8 s hears as well as the full window at a fraction of a typical
-question's pass time (figures: decision 0012).
-Fixed language, no timestamps, no VAD filter: the streaming layer already knows where
-speech is.  Greedy decoding for captions while the voice goes on; the caller asks for a
-beam where the words are the ones an answer is asked for (a greedy decoder commits to
-each token alone, and loses a steered name to its first ordinary piece).  A beam is
-least sure of the last word too, which no audio follows: "rate limiter" comes out as
-"rate limit or".  Where the caller doubts the words it got (a question that seems to
-trail off holds the turn for seconds), the same encoding is decoded again with a wider
-beam, for a few decoder steps more.  The words of record may then have a near-miss of a
-glossary term mended on the same encoding (:mod:`app.asr.near_miss`).
+Design notes: decision 0039.
 """
 
 from __future__ import annotations

@@ -10,30 +10,9 @@ recogniser never depends on how the documents were loaded.
 
 Bounded on purpose: every prompt token is decoder work on every pass, and a long list of
 words is what a model says back over audio it cannot make out.  So at most
-:data:`MAX_TERMS` terms within :data:`MAX_PIECES` tokens, chosen by need:
-
-* **shape** says a word is a name: mixed case or an inner capital (CockroachDB, ArgoCD,
-  gRPC), letters with digits (k8s, EC2), an acronym (SRE), inner punctuation (Node.js,
-  C++), or a capitalised word that is not the first of its line or sentence and never
-  appears in lower case in the documents (Nomad, Kubernetes, not "Senior" as a title
-  word the text also uses in lower case); one that only opens lines or sentences must be
-  rare to the model in lower case too ("Lumenpay — Platform Engineer", not "Led the…").
-  Every item of a list of names (a skills line) is a candidate whatever its shape.
-  In Chinese, a run the text sets apart as a name: a list item ("技能：分布式事务、灰度发布"),
-  quoted or bracketed ("“星澜支付”"), or short between spaces ("2019 鲸跃科技 工程师").
-* **need**, with the recogniser's ``prior`` (:func:`app.asr.prior.term_prior`): how
-  unlikely the model finds the term with nothing to hear.  "Kubernetes", "PostgreSQL",
-  "Vault" are unlikely and misheard ("cube it", "post the rescue", "mould"); "Kafka" and
-  "Go" the model writes unaided, and a small budget drops them first.  Ranked by that
-  log-probability, then by how often the documents use it, then by where it first
-  appears.
-* without a prior (a caller with no model), **rarity**: how many pieces the tokenizer
-  cuts the term into, per word (each Chinese character a word).  A term needing no more
-  pieces than words is dropped, the rest ranked by pieces (capped at 4).  (Whisper's
-  byte-level pieces cannot tell a rare Chinese word from a common one: for Chinese,
-  being set apart is the evidence.)
-
-The user's glossary comes first, whole and in its order: the user chose those terms.
+:data:`MAX_TERMS` terms within :data:`MAX_PIECES` tokens, chosen by need (a name's
+shape, how unlikely the recogniser finds it; the user's glossary first).  Design notes:
+decision 0039.
 """
 
 from __future__ import annotations

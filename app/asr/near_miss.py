@@ -4,24 +4,8 @@ Steering (:mod:`app.asr.glossary`) and the beam (decision 0035) make a résumé'
 likely, yet the model still prefers its own spelling of some on some voices: "posters,
 QL" for PostgreSQL, "Deadbism" for Debezium.  The sentence with the term then scores a
 little lower on the same audio, by less than a name the interview is known to use
-should lose by.  So the words of record are checked once more:
-
-* **nominated** by how the text looks: a span of up to two words more than a term whose
-  letters resemble it (difflib ratio ≥ :data:`MIN_LIKENESS`) and that holds a word
-  nobody writes: one Whisper had to spell from pieces that is neither an English word
-  (:func:`english_words`) nor a word of a term.  A misheard name comes out as such a
-  word ("Deadbism", "QL"); a real word that looks like a term ("answerable" for
-  Ansible, "logistic", "Linus", "snowfall") was heard as itself, and a question of
-  everyday words nominates nothing and costs nothing.  A span that holds the whole term
-  in its letters ("terraforming") heard the term and more: it is left too;
-* **decided** by the audio: both sentences are scored by the same decoder on the pass's
-  own encoding, prompted with the nominated terms (as the pass was with the whole
-  glossary, at a tenth of the cost).  The term wins when its sentence loses by at most
-  :data:`BONUS_PER_PIECE` a piece of the term (contextual biasing's per-token reward),
-  and when it is a sentence Whisper would keep at all (:data:`HEARD_LOG_PROB` a token),
-  which nothing over silence or room tone is.
-
-Letters only nominate; a span is never replaced by string similarity alone.
+should lose by.  So the words of record are checked once more: a span the text nominates
+is mended only where the audio agrees.  Design notes: decision 0039.
 """
 
 from __future__ import annotations

@@ -1,23 +1,11 @@
 """Streaming recognition: one worker re-decoding the live utterance, newest audio first.
 
 The audio thread only appends frames and says when a pass is worth running; the worker
-snapshots the utterance *when it starts* a pass, so passes never queue behind each
-other: if decoding falls behind, the next pass simply covers more audio.  A pause in
-speech asks for a pass once the hangover is in (that pass usually becomes the final,
-reused without a second decode), and, for a speaker whose words are guessed, one at its
-first silent frame before it; once a pass heard the voice end (all the voice and the
-silence after it), the hangover's audio is room tone, no evidence, and is not decoded:
-that pass is the final, word for word (decision 0033).  A final request jumps ahead of
-any partial.  A partial pass still running when such a pass starts waiting, over audio
-that ends before the speaker fell silent, is given up after its encoder: its words would
-be stale before they were shown, and the pass that heard everything (the guess, then the
-final) starts up to half a pass sooner.
-
-With the decoder's language "auto", every pass detects the language until one settles
-it for the session: a pass over at least ``LOCK_MIN_AUDIO_S`` of audio whose text passed
-the guards and whose language probability is at least ``LOCK_PROBABILITY``, or the first
-final with text.  From then on every pass decodes in that language (a one-word English
-aside in a Chinese interview stays Chinese-decoded), and ``on_language`` hears it once.
+snapshots the utterance when it starts a pass, so passes never queue behind each other:
+a late pass covers more audio.  A pause is decoded for the guess at its first silent
+frame, and again once the hangover is in unless that pass heard the voice end: then it
+is the final, word for word (decision 0033).  A final jumps ahead of any partial.
+Design notes: decision 0039.
 """
 
 from __future__ import annotations
@@ -47,7 +35,7 @@ PARTIAL_SPACING = 1.0
 """While the voice goes on, a partial pass starts no sooner than this many times the last
 pass's duration after it ended: partials take at most half of the decoding thread's time.
 On a quiet machine a pass (~60–100 ms) is far under the 300 ms cadence and nothing changes;
-beside a video call a slowed pass no longer runs back to back with the next, so a pause
+beside a video call a slowed pass does not run back to back with the next, so a pause
 landing at a random instant finds a partial in progress half the time instead of always
 (the pass at the pause waits on average half as long for it), and the words model and the
 call keep a share of the cores.  The pause's passes and the final never wait for it.  1:
@@ -364,7 +352,7 @@ class StreamingRecognizer:
         than the final's: the guess's pass is moot when a partial pass taken just before
         the voice stopped heard it all, and it would only slow down the words model
         scoring that partial (on two cores each makes the other ~20 ms slower), which is
-        what the guess now waits for.  The hangover's pass is moot once a pass heard the
+        what the guess waits for.  The hangover's pass is moot once a pass heard the
         voice end: it would add only room tone, and that pass is the final
         (:meth:`_heard_voice_end`)."""
         utt = self._current

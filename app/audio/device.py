@@ -4,35 +4,7 @@ Two threads, so PortAudio never waits on us: the stream callback only copies the
 into a queue; a worker thread converts, cuts frames and calls ``on_frame``.  The worker
 also watches the stream: when it dies (device unplugged, sound server restarted) it
 reports once through ``on_error`` and reopens the device by name every second until it
-is back or :meth:`DeviceSource.stop` is called.
-
-Replugged devices: PortAudio reads the list of devices once, when it starts, and
-sounddevice has no public call to read it again (its private ``_terminate`` /
-``_initialize`` would also kill every stream open in the process, e.g. the microphone
-while the loopback reconnects).  So the source reopens the device by name from that
-list: a device that comes back under the same entry (PulseAudio/PipeWire's ``pulse`` and
-``default``, a monitor, an ALSA card) resumes by itself; one the OS enumerates afresh (a
-USB microphone on Windows or macOS, typically) is seen only after the app restarts, and
-the outage message says so.
-
-Time after a reconnection: frames resume at the wall-clock position of their first
-sample (rounded up to the 30 ms grid), so session time jumps forward by the outage.  We
-do not pretend the audio was continuous; consumers see a gap in ``t`` instead.
-
-PortAudio calls that can wedge: on a dead sound server (ALSA's ``pulse`` plugin after the
-PulseAudio daemon died) ``Pa_AbortStream`` and ``Pa_CloseStream`` can wait forever for the
-host's callback thread.  So every call that opens, starts or closes a stream runs on a
-short-lived thread of its own with a deadline (:mod:`app.audio.deadline`); a stream that will
-not close in time is abandoned (kept referenced, never touched again), and the loss is
-reported *before* the close is tried, so a session that ends on a lost device never waits
-on PortAudio.  Once a stream is abandoned, PortAudio is not terminated at exit either
-(sounddevice's exit handler would close that stream and wait forever too).
-
-Linux monitors (``--device pulse:<sink>.monitor``): :mod:`app.audio.pulse`.  The speakers'
-monitor (:data:`SPEAKERS_MONITOR`) follows the default sink: the worker reopens on the new
-default's monitor (headphones plugged in) after a gap, no loss said.  A PulseAudio device
-lost while its server answers is a warning, waited for up to :data:`RESUME_GRACE`, then an
-error (at once if the server is gone; an error ends a headless run); others are an error.
+is back or :meth:`DeviceSource.stop` is called. Design notes: decision 0038.
 """
 
 from __future__ import annotations

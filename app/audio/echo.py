@@ -10,20 +10,7 @@ over the same span, shifted by some lag between 0 and 300 ms, with a Pearson cor
 of at least 0.6 — or 0.4 at the echo path's own delay, once an unmistakable echo (0.85)
 has revealed it — while the interviewer was actually speaking.
 
-Why a loudness contour rather than the waveform: a room (and the speaker, the microphone,
-their gain controls and noise suppression) changes the waveform's phase and spectrum
-beyond recognition but keeps *when* the sound is loud; syllables are 100–250 ms long, so
-10 ms energies follow them closely while being immune to phase.  Correlating logs makes
-the test blind to the echo's level (−6 or −30 dB are the same), and the candidate's own
-voice on top of the echo (double talk) reshapes the contour, so the correlation drops and
-the frame is kept.  The cost is six 160-point FFTs and 67 dot products of 500 numbers per
-30 ms frame: a small share of one core (decision 0013 holds every measured figure behind
-the constants below).
-
-Per frame the verdict is noisy at the edges (the first ~0.1 s of an echo, the instants the
-candidate pauses inside double talk), so decide per *utterance*: :meth:`EchoGate.echo_share`
-says which part of a span's voiced frames were echo, and an utterance with at least
-UTTERANCE_ECHO_SHARE of them is the interviewer's, not the candidate's.
+Design notes: decision 0038.
 """
 
 from __future__ import annotations

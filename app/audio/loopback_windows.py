@@ -11,26 +11,7 @@ fuzzy matching of names, so a name can open another device's loopback.  While
 capturing, the default is checked every :data:`DEFAULT_CHECK_S`: when the user switches
 output (plugs in headphones) the capture follows the new default.
 
-Silence is not an error: WASAPI loopback delivers *nothing* while nothing plays
-(depending on the soundcard version, ``record`` then returns an empty block or zeros),
-but the VAD and endpointing need frames to see silence.  The reader fills such
-stretches with zero frames at wall-clock pace, keeping frame times on the session clock.
-
-A lost endpoint (unplugged, disabled, the audio service restarted: soundcard raises
-from COM with AUDCLNT_E_DEVICE_INVALIDATED and the like) is reported once through
-``on_error``, retried every :data:`RETRY_INTERVAL`, and reported again only if it is lost
-again after it came back; time jumps over the outage as in ``device.py``.
-
-COM: the reader thread joins COM's multithreaded apartment itself
-(``CoInitializeEx(COINIT_MULTITHREADED)``, ``CoUninitialize`` when it ends) before any
-soundcard call.  soundcard initialises COM once, on whichever thread imported it first;
-once that thread has ended, a later Start's thread is in no apartment and its calls can
-fail with CO_E_NOTINITIALIZED.  ``ole32`` comes in through the constructor (a fake in
-tests).
-
-Two failures are for good, and are said once instead of retried: soundcard older than
-:data:`MIN_SOUNDCARD` reads audio with ``numpy.fromstring``, which numpy 2.3 removed, so
-every ``record`` raises (bastibe/SoundCard#190, #197); and COM refusing the thread.
+Design notes: decision 0038.
 """
 
 from __future__ import annotations

@@ -12,16 +12,7 @@ block from the moment the stream starts, by sample count, and it answers True ex
 once, when :data:`ZERO_WINDOW_S` of exact zeros have passed.  :func:`silence_message`
 says what to do, naming the permission on macOS and the privacy switches on Windows.
 
-On Windows, the microphone switches in Settings (one for all apps, one for desktop apps)
-either make the open fail with E_ACCESSDENIED or give a stream of exact zeros, depending
-on the audio API; :func:`access_denied_message` and :func:`windows_silence_message` name
-where to turn them on.
-
-On macOS the permission covers every input, a loopback such as BlackHole included: a
-denied one delivers exact zeros too.  So :func:`require_microphone_access` asks
-``AVCaptureDevice`` before any input is opened (and asks the user, the first time), and
-on macOS the digital-silence check watches loopbacks as well (:func:`watches_for_silence`,
-:func:`silence_warning`): it is what tells the user when pyobjc is missing.
+Design notes: decision 0038.
 """
 
 from __future__ import annotations

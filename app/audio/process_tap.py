@@ -7,35 +7,9 @@ hands us its blocks.  Unlike a Multi-Output Device routed to BlackHole this foll
 call into Bluetooth and USB headsets, because it taps the processes, not a device.  A
 private tap and aggregate are visible to this process only and die with it.
 
-Why these choices (each is what public implementations converge on, and each is what a
-real Mac has to confirm, see the macOS job in CI):
-
-- Tap only, no sub-device: with the output device as a sub-device, a USB or Bluetooth
-  headset brings its *microphone* streams into the aggregate's input too, and the
-  candidate's voice could be taken for the interviewer's.
-- ``kAudioAggregateDeviceTapAutoStartKey`` is left out: the tap starts with the
-  aggregate's IO, and the key has been seen to stall the HAL's start while another
-  input (here your microphone, through PortAudio) runs in the same process.
-- The block's rate is the tap's format (``kAudioTapPropertyFormat``: "the format of the
-  data that will be accessible in any aggregate device that contains the tap"), and the
-  aggregate's nominal rate is set to it, so 44.1 kHz headphones are not read as 48 kHz.
-  That format follows the default output (a Bluetooth headset in a call: 16 or 24 kHz), so
-  the source asks for it every :data:`RATE_CHECK_S` and rebuilds the tap when it moved.
-
-The permission: recording other apps needs "System Audio Recording" (TCC service
-``kTCCServiceAudioCapture``; the prompt's text is ``NSAudioCaptureUsageDescription`` in
-packaging/macos/Info.plist).  macOS prompts the first time the aggregate's IO starts.
-There is no public call to ask whether it was refused, and a refused tap is still
-created and delivers silence, so a refusal is read with TCC's own preflight (as the
-open-source AudioCap sample does; a private call, so only its "denied" answer is trusted)
-and from ``'nope'`` (kAudioHardwareIllegalOperationError), which the HAL answers for
-refusals.
-
-The Core Audio calls sit behind one small seam, :class:`TapBackend`: :class:`CoreAudioTap`
-on a Mac (pyobjc for the Objective-C tap description and the two create calls, ctypes for
-the HAL's plain C calls, whose ABI is fixed and which pyobjc's notes do not vouch for from
-Python), a fake in tests.  Blocks cross from Core Audio's IO thread to the source's
-``audio:`` thread through a queue, as with PortAudio (``device.py``).
+Why a tap only, its rate, and how a refused permission is read (each is what public
+implementations converge on, and what a real Mac has to confirm, see the macOS job in
+CI): decision 0038.
 """
 
 from __future__ import annotations

@@ -8,13 +8,7 @@ mid-interview: headphones plugged in, a Bluetooth headset connecting or dropping
 PulseAudio does not move a capture stream to the new default's monitor, so the capture
 reopens there itself (``app/audio/device.py``), told by :class:`DefaultSinkWatcher`.
 
-How it is told: ``pactl subscribe``, one long-lived child process that prints a line the
-moment the server changes (the default sink is a server property), so a switch is seen
-in milliseconds and nothing is polled.  pulsectl would do the same in process, but it is
-not a dependency and pactl is already what the app uses to list monitors (it comes with
-PulseAudio and with PipeWire's pulse server).
-
-Every pactl call runs with ``LC_ALL=C``: pactl translates its output, and we parse it.
+Design notes: decision 0038.
 """
 
 from __future__ import annotations

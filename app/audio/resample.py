@@ -9,14 +9,7 @@ exact rational positions: output ``n`` sits at input position ``n * in_rate / ou
 tracked with integers so long sessions never drift.  Filter taps for the ``L`` distinct
 fractional positions are tabulated once (``L = out_rate / gcd``, e.g. 1 for 48 kHz, 160
 for 44.1 kHz).  Its look-ahead is a handful of input samples (about 1 ms), so it adds
-no noticeable latency.
-
-Why not ``soxr`` (its streaming ``ResampleStream``): its high quality is cheaper in CPU
-but holds back tens of milliseconds of output, and every frame (so the VAD's end of
-speech, the endpoint and the answer) would arrive that much later; its lower-latency
-settings fail the quality checks in tests/audio/test_resample.py, and python-soxr exposes no
-minimum-phase or short-filter option.  A sliver of a core is cheaper than a delay on
-every answer, so this stays (figures: decision 0012).
+no noticeable latency. Design notes: decision 0038.
 """
 
 from __future__ import annotations

@@ -242,7 +242,7 @@ class TurnConfig(_Section):
     speculate_ahead_ms: int = Field(default=250, ge=0, le=5000)
     """Words called finished before the voice stopped are guessed after this much silence
     when no pass that will hear the pause is coming (it was given up, heard no words, or
-    the voice it heard was not the last), so a finished question no longer waits the
+    the voice it heard was not the last), so a finished question does not wait the
     silence endpoint.  250 ms, as ``speculate_unsure_ms``: longer than a pause between the
     words of a question still being asked, where sooner guesses sent prefixes that are
     whole sentences ("How do you pray?" before "…prioritize"); and a pass still coming is
@@ -369,7 +369,7 @@ class LlmConfig(_Section):
     rate_limit_max_wait_s: float = Field(default=5.0, ge=0, le=60)
     """A 429/503 asking to wait up to this long (``Retry-After``) is re-sent once after the
     wait; a longer wait fails at once with the wait in the message: an answer more than
-    ~5 s late no longer helps the person speaking."""
+    ~5 s late does not help the person speaking."""
     keepalive_expiry_s: float = Field(default=120.0, ge=5, le=3600)
     max_tokens: int = Field(default=300, ge=16, le=8192)
     temperature: float = Field(default=0.3, ge=0.0, le=2.0)
@@ -495,7 +495,7 @@ def _migrate(raw: dict[str, Any], where: KeyLines, path: Path,
              problems: list[ConfigProblem]) -> dict[str, Any]:
     """Read files written before the settings moved: old word lists become
     ``[turns.words.LANG]`` lists (a list given for some languages had none for the others,
-    so they get empty lists, as before); retired switches are dropped, said when set."""
+    so they get empty lists); retired switches are dropped, said when set."""
     data: dict[str, Any] = {k: (dict(v) if isinstance(v, dict) else v) for k, v in raw.items()}
     for (section, key), default in _RETIRED.items():
         table = data.get(section)

@@ -8,14 +8,7 @@ world-writable): the mode is given to ``open``/``mkdir`` and then set again with
 ``chmod``, because the umask only ever clears bits.  A folder that is the app's own and
 already exists wider (made by an earlier version) is tightened.
 
-On Windows the modes are a no-op on purpose: the app's folders live in the user's profile
-(``%APPDATA%``, ``%LOCALAPPDATA%``), whose ACL grants the user, SYSTEM and Administrators
-only, and every file and folder created inside inherits that ACL; ``os.chmod`` there only
-toggles the read-only flag, which would make no file more private.  A file written
-elsewhere (an export to a shared folder) takes that folder's ACL, as the user chose.
-
-Here in ``core`` (not ``platform``) because the settings file is written by
-:mod:`app.core.config`, and ``core`` imports nothing outside itself.
+Design notes: decision 0038.
 """
 
 from __future__ import annotations

@@ -233,7 +233,7 @@ def _build(settings: Settings, args: argparse.Namespace, *, answers: bool, windo
     from app.asr.errors import ModelError
     from app.llm.endpoint import resolve_llm_endpoint
     from app.platform.redact import register_secret, register_url
-    from app.session.session import Session
+    from app.session.session import Session, SessionOptions, Sources
 
     audio = getattr(args, "audio", None)
     if audio is None and not (getattr(args, "mic", False) or getattr(args, "device", None)) \
@@ -246,10 +246,10 @@ def _build(settings: Settings, args: argparse.Namespace, *, answers: bool, windo
         register_secret(llm.api_key)
         register_url(llm.base_url)
     try:
-        return Session(settings, audio_file=audio, speed=getattr(args, "speed", 1.0), llm=llm,
-                       answers=answers, stop_on_audio_error=not window,
-                       candidate_file=getattr(args, "candidate_audio", None),
-                       channels=getattr(args, "audio_channels", None))
+        sources = Sources(audio, candidate_file=getattr(args, "candidate_audio", None),
+                          channels=getattr(args, "audio_channels", None), speed=getattr(args, "speed", 1.0))
+        return Session(settings, sources=sources, llm=llm,
+                       options=SessionOptions(answers=answers, stop_on_audio_error=not window))
     except ModelError as exc:
         raise FatalError(str(exc)) from exc
 
@@ -304,13 +304,12 @@ def _demo_audio() -> Path:
 def _tracer(session: Session, args: argparse.Namespace) -> TurnTracer | None:
     if not getattr(args, "trace", None):
         return None
-    from app.observing.tracing import TracingUnavailable, maybe_tracer
+    from app.observing.tracing import Traced, TracingUnavailable, maybe_tracer
 
     llm = session.llm
+    about = Traced(llm.model if llm else None, llm.base_url if llm else None, session.session_id)
     try:
-        tracer = maybe_tracer(args.trace, include_text=args.trace_text, clock=session.clock,
-                              model=llm.model if llm else None, base_url=llm.base_url if llm else None,
-                              session_id=session.session_id)
+        tracer = maybe_tracer(args.trace, include_text=args.trace_text, clock=session.clock, about=about)
     except TracingUnavailable as exc:
         raise FatalError(str(exc)) from exc
     if tracer is not None:

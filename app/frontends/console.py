@@ -7,14 +7,7 @@ server's error message, a relay's echo of the key.  So the process's ``stdout`` 
 and :func:`app.core.terminal.printable`, whoever makes it (``print``, a log record, a
 traceback, argparse, the tracer's waterfall, ``--events -``).  The one thing written past
 them is the live transcript's own line rewrite on a terminal (``\\r`` and erase-line),
-through :meth:`TerminalStream.write_control`.
-
-Two more things hold for every write from there on, whoever makes it.  There is always a
-stream: the installed Windows executable is windowed, so it starts with ``sys.stdout`` and
-``sys.stderr`` None; a missing one becomes the console of the terminal it was typed into
-(:mod:`app.frontends.parent_console`) or, with none, a stream to nowhere, so nothing raises
-and the exit code still says what happened.  And it is UTF-8: redirected to a file on
-Windows, Python would encode for cp1252, and the first Chinese caption would raise.
+through :meth:`TerminalStream.write_control`. Design notes: decision 0039.
 """
 
 from __future__ import annotations

@@ -9,19 +9,7 @@ by the usual ``llama_cpp.server`` arguments, and runs that server's ``main()`` i
 child process (packaging/entry.py dispatches it before anything else is imported, so the
 child never loads Qt or the ASR model).  The server still runs in its own process, for
 the same reasons as from source (its GIL-heavy decoding never stalls capture or the UI,
-and a native crash cannot take the app down).
-
-``packaging/entry.py`` also accepts ``-m llama_cpp.server …`` as an alias, so an
-unmodified ``[sys.executable, "-m", "llama_cpp.server", …]`` command works in the bundle
-too; :func:`llama_server_command` is the explicit way to build the command.
-
-Both paths end in :func:`serve`, not in llama_cpp.server's own ``main()``: that one reads
-``HOST``, ``PORT`` and ``CONFIG_FILE`` from the environment, starts without a credential,
-and lets every web origin in (CORS ``*``).  :func:`serve` builds the same FastAPI app with
-the run's credential (from the environment, :mod:`app.llm.child_env`), removes its CORS
-middleware, puts :class:`app.llm.server_guard.Guard` in front of it and serves it on
-127.0.0.1 only: on the listening socket the app bound and handed over (``--listen_fd``,
-POSIX), or on ``--port``, bound at once and exclusively (Windows).
+and a native crash cannot take the app down). Design notes: decision 0039.
 """
 
 from __future__ import annotations

@@ -1,8 +1,7 @@
 """One chat request, and what its stream yields: the shapes every part of the client shares.
 
-A request used to travel as seven loose arguments through three functions; it is one
-frozen :class:`ChatRequest` now, built once by :meth:`LlmClient.stream_chat`, and each
-attempt (first send, re-send, hedge) reads the same one.
+A request is one frozen :class:`ChatRequest`, built once by :meth:`LlmClient.stream_chat`;
+each attempt (first send, re-send, hedge) reads the same one.
 """
 
 from __future__ import annotations

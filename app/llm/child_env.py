@@ -10,10 +10,7 @@ is started with those names dropped (:func:`server_environment`, in the app), an
 them again itself from the settings classes it actually loaded
 (:func:`scrub`, in the child: a newer llama-cpp-python's new field included).
 
-The credential travels in :data:`KEY_ENV`, never on the command line (which every local
-user can list); the child takes it out of its environment before anything else reads it.
-On Windows the names are dropped whatever their case: the variables are case-insensitive
-there and pydantic-settings lowercases them everywhere.
+Design notes: decision 0039.
 """
 
 from __future__ import annotations

@@ -1,25 +1,8 @@
 """The embedded server dies with the app, however the app ends (crash, ``kill -9``, Task Manager).
 
 A child process outlives its parent by default: a killed app left ``llama_cpp.server``
-running, holding its port and ~200 MB.  Each OS needs its own tie, and both ends take part:
-
-* **Linux** — the child asks the kernel for ``SIGKILL`` when its parent dies
-  (``prctl(PR_SET_PDEATHSIG)``, in :func:`watch_parent`, first thing in the child, then checks
-  the parent did not die before that).  The kernel sends it when the *thread* that forked
-  the child exits, not the process, so :func:`spawn` forks every server from one thread that
-  lives as long as the app (``server-spawner``); the thread that asks for a server (an
-  executor thread, the session's start-up thread) may come and go.
-* **Windows** — the parent puts the child in a Job object with
-  ``JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE`` (:class:`KillOnCloseJob`).  The app holds the job's
-  only handle and never closes it: when the app ends, however, Windows closes the handle and
-  kills everything in the job.  (``start_new_session`` means nothing on Windows.)
-* **macOS** (and any other POSIX) — no parent-death signal exists; the child watches its
-  parent with kqueue's ``NOTE_EXIT`` (polling ``getppid()`` where kqueue is missing) on a
-  daemon thread and exits when it goes.
-
-The child learns its parent's PID from :data:`PARENT_ENV`: the bundle's
-``--run-llama-server`` and the source tree's ``python -m app.llm.bundle_server`` both call
-:func:`watch_parent` before loading the model (:mod:`app.llm.bundle_server`).
+running, holding its port and ~200 MB.  Each OS needs its own tie, and both ends take
+part.  Design notes: decision 0039.
 """
 
 from __future__ import annotations

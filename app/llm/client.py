@@ -3,19 +3,8 @@
 A suggested answer is only useful if its first words appear while the question still
 hangs in the air, and a cold HTTPS request spends 100-300 ms on TCP+TLS before the
 provider even sees it.  :class:`LlmClient` is the façade the app uses; each job it does
-lives in its own module of :mod:`app.llm`, around one :class:`~app.llm.chat.ChatRequest`:
-
-* :mod:`app.llm.warming` keeps a small pool of connections open (warm-up at start, a
-  re-warm after each cancel, an idle refresh);
-* :mod:`app.llm.hedging` gives a request at most one more chance before its first
-  token (a re-send, or a hedge on a fresh connection when it stalls);
-* :mod:`app.llm.fields` drops optional fields a server refuses, and remembers;
-* :mod:`app.llm.timing` measures where a request's time went (connect, TLS, first token);
-* :mod:`app.llm.wording` turns every failure into one sentence the user can act on.
-
-Once text is on screen a failure is reported with the text kept (``partial``), never
-re-sent (the user would see the answer restart) and never left hanging
-(``stall_timeout`` between chunks).
+lives in its own module of :mod:`app.llm`, around one
+:class:`~app.llm.chat.ChatRequest`.  Design notes: decision 0039.
 """
 
 from __future__ import annotations
@@ -24,6 +13,7 @@ import asyncio
 import contextlib
 import time
 from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import httpx2
@@ -54,6 +44,30 @@ requests after the guess still streaming from before it: the guess of its first 
 frame, the hangover pass's correction and the final (decisions 0022, 0026)."""
 
 
+@dataclass(frozen=True, slots=True)
+class ClientTuning:
+    """How the client talks to its endpoint: time-outs, the warm pool, optional fields
+    (from ``[llm]``: :meth:`app.session.llm_choice.LlmChoice.make_client`)."""
+
+    http2: bool = False
+    connect_timeout: float = 2.0
+    timeout: float = 30.0
+    keepalive_expiry: float = 120.0
+    rewarm_idle_s: float | None = 45.0
+    rewarm: bool = True
+    spare_connections: int = SPARE_CONNECTIONS
+    """Kept warm beside the one in use (:data:`SPARE_CONNECTIONS`)."""
+    cancel_grace_s: float = 0.05
+    first_token_timeout: float = 4.0
+    stall_timeout: float = 8.0
+    rate_limit_max_wait: float = 5.0
+    send_cache_key: bool = True
+    send_include_usage: bool = True
+
+
+_DEFAULT = ClientTuning()
+
+
 class LlmClient:
     """A warm OpenAI-compatible client bound to the event loop it first runs on.
 
@@ -68,30 +82,14 @@ class LlmClient:
                 else: record(item.usage, item.timing)
         await client.aclose()
 
-    ``spare_connections`` are kept warm beside the one in use (:data:`SPARE_CONNECTIONS`).
     """
 
-    def __init__(
-        self,
-        base_url: str,
-        api_key: str | None,
-        model: str,
-        *,
-        http2: bool = False,
-        connect_timeout: float = 2.0,
-        timeout: float = 30.0,
-        keepalive_expiry: float = 120.0,
-        rewarm_idle_s: float | None = 45.0,
-        rewarm: bool = True,
-        spare_connections: int = SPARE_CONNECTIONS,
-        cancel_grace_s: float = 0.05,
-        first_token_timeout: float = 4.0,
-        stall_timeout: float = 8.0,
-        rate_limit_max_wait: float = 5.0,
-        send_cache_key: bool = True,
-        send_include_usage: bool = True,
-        clock: Callable[[], float] = time.perf_counter,
-    ) -> None:
+    def __init__(self, base_url: str, api_key: str | None, model: str, tuning: ClientTuning = _DEFAULT, *,
+                 clock: Callable[[], float] = time.perf_counter) -> None:
+        t = tuning
+        http2, connect_timeout, timeout = t.http2, t.connect_timeout, t.timeout
+        stall_timeout = t.stall_timeout
+        keepalive_expiry, rewarm, rewarm_idle_s = t.keepalive_expiry, t.rewarm, t.rewarm_idle_s
         self.base_url = base_url.rstrip("/")
         self.model = model
         self._api_key = api_key
@@ -112,15 +110,15 @@ class LlmClient:
         self._sdk = self._make_sdk(max_connections=50)
         # Idle refresh must beat our own pool expiry; HTTP/2 multiplexes, so one is enough.
         idle = None if not (rewarm and rewarm_idle_s) else min(rewarm_idle_s, keepalive_expiry * 0.8)
-        self._warmer = Warmer(self._sdk, self._words, target=1 if http2 else 1 + max(0, spare_connections),
-                              rewarm=rewarm, rewarm_idle_s=idle, cancel_grace_s=cancel_grace_s)
+        self._warmer = Warmer(self._sdk, self._words, target=1 if http2 else 1 + max(0, t.spare_connections),
+                              rewarm=rewarm, rewarm_idle_s=idle, cancel_grace_s=t.cancel_grace_s)
         # Optional fields a provider may not take (the presets say which); a 400 that names
         # one turns it off for the session either way.
-        self._fields = OptionalFields(include_usage=send_include_usage, cache_key=send_cache_key)
+        self._fields = OptionalFields(include_usage=t.send_include_usage, cache_key=t.send_cache_key)
         self._race = FirstTokenRace(
             self._sdk, lambda: self._make_sdk(max_connections=1), self._fields, self._words,
-            self._warmer.leaving, model=model, first_token_timeout=first_token_timeout,
-            rate_limit_max_wait=rate_limit_max_wait,
+            self._warmer.leaving, model=model, first_token_timeout=t.first_token_timeout,
+            rate_limit_max_wait=t.rate_limit_max_wait,
         )
         self._streams = 0
 

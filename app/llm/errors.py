@@ -57,10 +57,9 @@ class LlmError(Exception):
         partial: bool = False,
         attempts: int = 1,
         host: str = "",
-        secrets: tuple[str | None, ...] = (),
     ) -> None:
         self.kind: ErrorKind = kind
-        self.message: str = redact(message, *secrets)
+        self.message: str = redact(message)
         self.retryable: bool = kind in _RETRYABLE if retryable is None else retryable
         self.status: int | None = status
         self.retry_after: float | None = retry_after

@@ -6,20 +6,7 @@ as a child process rather than in-process so its GIL-heavy decoding never stalls
 capture or the UI, so a crash in native code cannot take the app down, and so the rest
 of the app talks to it exactly as to a cloud provider (same client, same code paths).
 
-Known behaviour of llama-cpp-python's server: it sends no usage even with
-``stream_options.include_usage`` (callers estimate it), and it serves one request at a
-time.  ``interrupt_requests`` is off: with it on, any request arriving while an answer
-streams — the next question's, even a ``GET /models`` (served under the same lock) —
-ends that answer, and the demo's first answer was lost to the second question.  A
-replaced guess needs no interrupt: the client closes it and the server stops at its
-next token.
-
-It answers this app only.  Each server gets a random credential (:attr:`LocalServer.api_key`,
-handed over in a cleaned environment: :mod:`app.llm.child_env`) that every request must
-carry; it listens on 127.0.0.1 only, refuses browsers (:mod:`app.llm.server_guard`), and
-proves it is our own child before it is sent the credential or a prompt
-(:mod:`app.llm.server_identity`).  Its log is private to the user and removed once it
-stopped cleanly.
+Design notes: decision 0039.
 """
 
 from __future__ import annotations

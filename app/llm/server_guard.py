@@ -2,18 +2,9 @@
 
 Runs in the child, in front of ``llama_cpp.server``'s FastAPI app (an ASGI wrapper built
 by :mod:`app.llm.bundle_server`, which also removes the ``CORSMiddleware(allow_origins=
-["*"])`` that ``create_app`` installs).  Each request, in this order:
-
-1. **No browser.** A request with an ``Origin`` or ``Sec-Fetch-Site`` header comes from a
-   web page (browsers add them; our client never does), and one whose ``Host`` is not
-   127.0.0.1 or localhost from a page that rebound its own name to 127.0.0.1: 403, and no
-   ``Access-Control-Allow-*`` header, so no page in the candidate's browser can read
-   ``/v1/models``, learn the copilot runs or hold the server's one request slot.
-2. **Identity.** ``GET /copilot/identity?nonce=N`` answers the parent's challenge
-   (:mod:`app.llm.server_identity`) without a credential: it is asked before one is sent.
-3. **Credential.** Everything else needs ``Authorization: Bearer <the run's key>``,
-   compared in constant time: 401 otherwise (FastAPI's ``/docs`` and ``/openapi.json``,
-   which llama_cpp.server leaves open, included).
+["*"])`` that ``create_app`` installs).  Each request is refused from a browser, answers
+the identity challenge, or
+needs the run's key, in that order.  Design notes: decision 0039.
 """
 
 from __future__ import annotations

@@ -15,9 +15,9 @@ import httpx2
 import openai
 
 from app.llm.chat import Truncated
-from app.llm.errors import LlmError
+from app.llm.errors import ErrorKind, LlmError
 from app.llm.replies import asked_wait, describe, not_a_stream, refused, seconds_text, server_message
-from app.platform.redact import display_host, display_url
+from app.platform.redact import display_host, display_url, redact
 from app.platform.secrets import key_hint
 
 
@@ -42,17 +42,20 @@ class Wording:
         return display_url(self.base_url)
 
     def _common(self, attempts: int = 1) -> dict[str, Any]:
-        return {"attempts": attempts, "host": self.host, "secrets": (self.api_key,)}
+        return {"attempts": attempts, "host": self.host}
+
+    def _error(self, kind: ErrorKind, message: str, **fields: Any) -> LlmError:
+        """An error whose message never shows the key (masked even if it was never registered)."""
+        return LlmError(kind, redact(message, self.api_key), **fields)
 
     def check_unanswered(self) -> LlmError:
         """The connection check (``GET /models``) got no reply within ``connect_timeout``."""
-        return LlmError(
+        return self._error(
             "not_answering",
             f"The endpoint at {self.host} is not answering (no reply to the connection "
             f"check within {self.connect_timeout:g} s) — answers may fail; check the "
             "service status and the base URL in Settings.",
             host=self.host,
-            secrets=(self.api_key,),
         )
 
     def not_answering(self, waited: float, sent: int) -> LlmError:
@@ -60,14 +63,13 @@ class Wording:
         again = (
             "a second request on a fresh connection got nothing either; " if sent > 1 else ""
         )
-        return LlmError(
+        return self._error(
             "not_answering",
             f"The endpoint at {self.host} is not answering (no first token after "
             f"{seconds_text(waited)} s) — {again}check the service status and the base URL in "
             "Settings (for slow models raise llm.first_token_timeout_s).",
             attempts=sent,
             host=self.host,
-            secrets=(self.api_key,),
         )
 
     def cut(self, exc: BaseException, text: str, attempts: int) -> LlmError:
@@ -77,7 +79,7 @@ class Wording:
         common: dict[str, Any] = {"retryable": True, "partial": True, **self._common(attempts)}
         if isinstance(exc, TimeoutError | openai.APITimeoutError | httpx2.TimeoutException):
             stalled = self.stall_timeout if isinstance(exc, TimeoutError) else self.timeout
-            return LlmError(
+            return self._error(
                 "timeout",
                 f"The answer stalled: no data from {self.where} for {stalled:g} s after "
                 f"{len(text)} characters. What arrived is kept; ask again to regenerate.",
@@ -92,7 +94,7 @@ class Wording:
             )
         else:
             why = describe(exc)
-        return LlmError(
+        return self._error(
             "stream_cut",
             f"The answer was cut off after {len(text)} characters: {why} ({self.where}). "
             "What arrived is kept; ask again to regenerate.",
@@ -113,7 +115,7 @@ class Wording:
         if shown is None and isinstance(exc, Truncated) and exc.not_sse:
             shown = f"none; content type {exc.content_type or 'missing'}"
         if shown is not None:
-            return LlmError(
+            return self._error(
                 "bad_stream",
                 f"The endpoint at {self.host} sent something that is not an OpenAI-compatible "
                 f"stream (first bytes: {shown}) — check the base URL in Settings (it usually "
@@ -133,9 +135,9 @@ class Wording:
                     f"No answer from {where} for {self.timeout:g} s — the server or the "
                     "network stalled; try again."
                 )
-            return LlmError("timeout", msg, **common)
+            return self._error("timeout", msg, **common)
         if isinstance(exc, Truncated):
-            return LlmError(
+            return self._error(
                 "network",
                 f"The stream from {where} ended before any text arrived — try again.",
                 **common,
@@ -148,8 +150,8 @@ class Wording:
                 )
             else:
                 msg = f"The connection to {where} failed: {describe(exc)} — check the network."
-            return LlmError("network", msg, **common)
-        return LlmError("bad_request", f"Request to {where} failed: {describe(exc)}", **common)
+            return self._error("network", msg, **common)
+        return self._error("bad_request", f"Request to {where} failed: {describe(exc)}", **common)
 
     def _status(
         self, exc: openai.APIStatusError, retry_after: float | None, common: dict[str, Any]
@@ -159,7 +161,7 @@ class Wording:
         detail = server_message(exc)
         if status in (401, 403):
             what = "rejected" if status == 401 else "refused (no access)"
-            return LlmError(
+            return self._error(
                 "auth",
                 f"The API key was {what} ({status}) by {where} — "
                 f"{key_hint(self.base_url)}. Server said: {detail}",
@@ -177,11 +179,11 @@ class Wording:
                     f"{where} has no OpenAI-compatible API here (404) — check the base URL "
                     f"in Settings (it usually ends in /v1). Server said: {detail}"
                 )
-            return LlmError("not_found", msg, status=status, **common)
+            return self._error("not_found", msg, status=status, **common)
         wait = retry_after if retry_after is not None else asked_wait(exc)
         when = f"it asks to wait {seconds_text(wait)} s" if wait is not None else "wait a moment"
         if status == 429:
-            return LlmError(
+            return self._error(
                 "rate_limit",
                 f"{where} is rate-limiting requests (429) — {when}, or check the plan "
                 f"and quota of this key. Server said: {detail}",
@@ -190,7 +192,7 @@ class Wording:
                 **common,
             )
         if status >= 500:
-            return LlmError(
+            return self._error(
                 "server",
                 f"The server at {where} failed ({status}) — try again; if it persists the "
                 f"provider has an outage. Server said: {detail}",
@@ -198,7 +200,7 @@ class Wording:
                 retry_after=wait,
                 **common,
             )
-        return LlmError(
+        return self._error(
             "bad_request",
             f"{where} refused the request ({status}) — check the model and settings. "
             f"Server said: {detail}",

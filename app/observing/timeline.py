@@ -4,19 +4,8 @@ Every stage stamps its events with ``t`` on the session clock, so where a turn's
 went can be rebuilt from the event stream alone, live or from a log.  :class:`Timeline`
 is that one reduction; the window's status bar and latency view, the Markdown export,
 the OpenTelemetry tracer and ``bench turns`` all read it instead of keeping their own
-bookkeeping.  Feed it every event in order (``feed``), then read:
-
-- :meth:`Timeline.stages` — per turn: speech start, endpoint(s), final(s), the guesses
-  (``speculate``), every request with its first token, verdicts, first token shown and
-  ``answer_done``, the first paint;
-- :attr:`Timeline.last` / :meth:`Timeline.turn` — the user-facing milestones of each
-  answered turn (:class:`TurnLatency`: offsets from the interviewer's silence);
-- :meth:`Timeline.answers` / :meth:`Timeline.left_on_screen` — which answers were shown,
-  cut short, taken back or restored, and which still stand;
-- :attr:`Timeline.totals` — the session's tokens and cost.
-
-No Qt, no I/O: a bus listener (thread-safe only under the caller's lock) or a loop over
-a saved log.
+bookkeeping.  Feed it every event in order (``feed``), then read its stages, latencies,
+answers and totals.  Design notes: decision 0039.
 """
 
 from __future__ import annotations

@@ -7,27 +7,8 @@ needs to know about tracing: :class:`TurnTracer` is a plain bus listener that fe
 turn timeline (:mod:`app.observing.timeline`) and, when the turn's ``answer_done`` arrives, creates the
 whole span tree after the fact with explicit start and end times.  That keeps the cost
 while someone is talking at one dict update per event, and keeps OpenTelemetry out of
-the app entirely unless tracing is switched on (it is imported lazily here).
-
-A turn's trace::
-
-    turn 3                                  speech start → answer done
-      speech                                first voiced frame → last voiced frame
-      endpoint wait                         last voiced frame → turn declared over
-      asr final                             endpoint → final transcript
-      speculation (hit|miss|cancelled)      speculate → verdict
-        chat gpt-4o-mini                    the speculative request (same shape as below)
-      chat gpt-4o-mini                      request sent → answer done (GenAI attributes)
-        connect / tls                       new connection only (absent = reused)
-        server wait                         request written → response headers
-        first sse byte                      headers → first SSE event
-        first token                         first SSE event → first content token
-      first token shown                     token received → on screen (held while speculative)
-      painted                               shown → painted by the window
-      answer stream                         shown → last token
-
-Prompt and transcript text never goes into a span unless ``include_text=True``: traces
-are typically shipped to a collector, and an interview is private.
+the app entirely unless tracing is switched on (it is imported lazily here).  A turn's
+trace, and design notes: decision 0039.
 """
 
 from __future__ import annotations
@@ -39,6 +20,7 @@ import sys
 import threading
 import time
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import IO, TYPE_CHECKING, Any, Literal
 from urllib.parse import urlsplit
 
@@ -77,6 +59,18 @@ class TracingUnavailable(RuntimeError):
 # --- the listener ------------------------------------------------------------------------
 
 
+@dataclass(frozen=True, slots=True)
+class Traced:
+    """What the spans say they are about: the model, its endpoint, the session."""
+
+    model: str | None = None
+    base_url: str | None = None
+    session_id: str | None = None
+
+
+_NOTHING_KNOWN = Traced()
+
+
 class TurnTracer:
     """Bus listener turning each answered turn into one trace; see the module docstring.
 
@@ -94,9 +88,7 @@ class TurnTracer:
         *,
         include_text: bool = False,
         clock: SessionClock | None = None,
-        model: str | None = None,
-        base_url: str | None = None,
-        session_id: str | None = None,
+        about: Traced = _NOTHING_KNOWN,
         stream: IO[str] | None = None,
         epoch_origin_ns: int | None = None,
         batch: bool | None = None,
@@ -112,9 +104,9 @@ class TurnTracer:
 
         self.include_text = include_text
         self._clock = clock
-        self._model = model
-        self._server = urlsplit(base_url) if base_url else None
-        self._session_id = session_id
+        self._model = about.model
+        self._server = urlsplit(about.base_url) if about.base_url else None
+        self._session_id = about.session_id
         self._origin_ns = epoch_origin_ns
         # Wall minus the session clock's base, taken once: session → counter → epoch without drift.
         self._wall_minus_mono = time.time() - time.perf_counter()

@@ -2,19 +2,7 @@
 words model (:mod:`app.turns.words`) and the embedded answer server
 (:mod:`app.llm.local_server`).  Found without importing anything heavy.
 
-The server loads :func:`fast_model`: the package ships 4-bit Q4_1 weights, for which
-llama.cpp has no batched kernel on x86, so reading a prompt runs one dot product per row.
-The same weights in Q8_0 read a prompt faster and decode as fast, which takes a good part
-off every embedded answer's first token and off reading the prompt at start-up (figures:
-decision 0007, ``bench turns --local``).  8-bit blocks are finer than the 4-bit ones they
-are made from, so the answers stay what they were; end-of-turn scores move, though, enough
-to flip a text scored at a threshold, so the words model keeps the shipped weights its
-thresholds were chosen on.  The file is written once into the cache folder by llama.cpp's
-own quantizer (decision 0007), under a temporary name then renamed, so it is whole or
-absent; if that fails the shipped file is used.  Both files are checked before use: the
-shipped one against its pinned SHA-256, the conversion against the hash recorded when it
-was written, and the conversion is named after the shipped file's pinned hash
-(:mod:`app.platform.pinned`).
+Design notes: decision 0038.
 """
 
 from __future__ import annotations

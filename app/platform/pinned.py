@@ -9,12 +9,7 @@ file is code-like input to native libraries.  So each file is hashed before its 
 and compared with the pin below; the pins are tied to the exact package versions in
 ``pyproject.toml`` (``==``), which the lock file hashes too.
 
-Hashing ~100 MB costs a few tenths of a second, too much for every start, so a match is
-remembered: a marker named after the pinned hash, in the cache folder, records the file's
-path, size, modification time and inode.  A later start whose file still has those skips
-the hash; any change (a reinstall, an edit) hashes again.  The marker is only a shortcut
-for the same user's own cache folder: whoever can write there could as well write the
-model's own folder.
+Design notes: decision 0038.
 """
 
 from __future__ import annotations

@@ -4,23 +4,8 @@ Users run the app beside the call, which takes most of a core on a laptop; with 
 priorities the scheduler shares the cores evenly, and the pass at the pause, the words
 model's verdict and the audio thread wait their turn behind the call's bursts.  Each OS
 offers an ordinary (unprivileged) application a way to say which of its threads the user
-is waiting on:
-
-- Windows: the process in ``ABOVE_NORMAL_PRIORITY_CLASS`` (every thread, CTranslate2's
-  and llama.cpp's included, a step ahead of normal applications); the audio thread in the
-  Multimedia Class Scheduler's "Pro Audio" task (MMCSS: what audio apps use, boosted while
-  it runs and bounded by the system, so it cannot starve the desktop); the decoding thread
-  ``THREAD_PRIORITY_ABOVE_NORMAL``.
-- macOS: the audio and decoding threads in QoS class user-interactive (threads they start
-  inherit it); the process is kept out of App Nap elsewhere (:mod:`app.platform.app_nap`).
-- Linux: a user may only lower a thread's nice value below its current one as far as
-  ``RLIMIT_NICE`` allows (usually not at all): where it does, the threads go up to
-  ``LINUX_NICE_STEPS`` below.  No real-time scheduling: a spinning real-time thread could
-  freeze the desktop, and it needs privileges or rtkit.
-
-Every call is best effort: a failure (an old Windows without avrt.dll, a sandbox that
-refuses) is logged once at debug level and never raised — priority is never worth a
-session.  Each OS's functions come from a table a test can replace (``api``).
+is waiting on (Windows, macOS; Linux within ``RLIMIT_NICE``).  Design notes: decision
+0038.
 """
 
 from __future__ import annotations

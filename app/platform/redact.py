@@ -3,21 +3,8 @@
 Everything the app outputs — error messages, status lines, the session file, the events
 stream, traces, ``doctor`` output, log records — passes through :func:`redact`, so a key
 or a credential in a base URL cannot leak through one output that was forgotten.  It
-removes, in this order:
-
-1. secrets registered with :func:`register_secret` (the API key in use, the password,
-   query values and token-like path segments of the configured base URL, as in
-   ``https://relay.example/k/TOKEN/v1``): they may have no recognisable shape, e.g. a
-   relay's custom token.  Each is removed in every form an output can hold it: as typed,
-   URL-encoded and decoded, and JSON-escaped (the session file and ``--events`` are
-   redacted as JSON lines, where ``"`` reads ``\\"`` and ``\\`` reads ``\\\\``);
-2. the user-info (``user:password@``) and every query-parameter value of any URL;
-3. things shaped like credentials: ``sk-…``-style keys, ``Bearer …`` tokens,
-   ``Authorization:`` header values, ``api_key=…``/``token: …`` pairs and ``?key=…``/
-   ``&token=…`` query fragments outside a full URL.
-
-Patterns over-redact on purpose (a spoken "sk-" word of 8+ letters becomes ``***``): a
-masked word in a transcript is harmless, a leaked key is not.
+removes registered secrets, URL credentials and anything shaped like one.  Design notes:
+decision 0038.
 """
 
 from __future__ import annotations

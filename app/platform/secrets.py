@@ -10,14 +10,7 @@ Lookup order, first hit wins:
 4. the OS keychain: service ``interview-copilot``, username = the base URL's host (or
    ``default`` when there is no base URL), so each server keeps its own key.
 
-Environment beats keychain because setting a variable is a deliberate, per-shell override.
-No error message from this module ever contains a key, and every key this module hands
-out is registered with :mod:`app.platform.redact`, so no output of the app can contain it either.
-
-Credentials written into a base URL (``https://user:password@host/v1``, or a token as the
-user-info) are a key too: Settings keeps them in the keychain under the host (username
-``<host> (base URL credentials)``), never in ``settings.toml``, and
-:func:`url_with_credentials` puts them back into the URL the client requests.
+Design notes: decision 0038.
 """
 
 from __future__ import annotations

@@ -38,7 +38,7 @@ so a 20 MB file of hundreds of thousands of empty entries is refused before it i
 MAX_DEPTH = 500
 """Element nesting.  The deepest Word writes — a text box inside a table inside a content
 control — is a few dozen levels; a document nested thousands deep is built to break
-readers (the old recursive walk raised RecursionError at about 1,000)."""
+readers (a recursive walk raises RecursionError at about 1,000)."""
 
 _CHUNK = 64 * 1024
 """Bytes unpacked and parsed at a time: the memory the body takes, whatever its size."""

@@ -3,22 +3,8 @@
 The moment a question is guessed or final, the window shows the one to three résumé or
 job-description lines it is about, so the candidate sees their own facts before any
 model has said a word.  No LLM is in the path: the index is BM25 over the documents'
-lines, built once per session, and a question costs a few hundred microseconds.
-
-Terms (:func:`terms`):
-
-- Latin words, lower-cased, cut to their first six letters so "migrate", "migrated" and
-  "migration" meet ("deploy"/"deployment", "postgres"/"postgresql") without a stemmer;
-- a question word that is in no line but is within a small edit of one that is
-  ("postgress", "kubernetis") counts as that word, scaled by the similarity (rapidfuzz);
-- Chinese, Japanese and Korean by character bigrams of each run between function
-  characters ("你在美团做过什么" → 美团, 团做, 做过), as there are no spaces to split on;
-- common English and question words ("tell", "about", "experience") never count.
-
-Scores are BM25 divided by the weight of one term that occurs in a single line
-(``idf_max``), so 1.0 reads "one term as rare as a name matched" whatever the length of
-the résumé.  A line is shown at :data:`MIN_SCORE` or more and, after the first, only
-within :data:`RELATIVE_FLOOR` of it.
+lines, built once per session, and a question costs a few hundred microseconds.  How a
+question's terms are cut (:func:`terms`), and design notes: decision 0039.
 """
 
 from __future__ import annotations

@@ -10,10 +10,7 @@ this makes it impossible: the stream is cut the moment
   allowed after the bullets,
 - the answer reaches ``max_words``,
 
-and the HTTP stream is closed so the server stops generating.  Text is held back only
-while it could still turn out to be a repeat or a bullet too many — a line that is so far
-the beginning of an earlier one, or a line start that is only a marker — so the first
-line is never delayed and the others by a token at most once they differ.
+and the HTTP stream is closed so the server stops generating.  Design notes: decision 0039.
 """
 
 from __future__ import annotations

@@ -22,6 +22,7 @@ from typing import Protocol, TypeVar
 
 from app.core.clock import SessionClock
 from app.core.events import ErrorEvent, EventBus
+from app.core.low_latency import LowLatency
 
 T = TypeVar("T")
 Command = Callable[[], None]
@@ -38,6 +39,8 @@ class Controller(Protocol):
     bus: EventBus
     clock: SessionClock
     """Stamp events you emit (e.g. ``painted``) with ``clock.now()``."""
+    low_latency: LowLatency
+    """Low-latency mode: observe it to show it; change it with :meth:`set_low_latency`."""
 
     def start(self) -> None:
         """Start listening (opens the audio source; starts the answer engine if needed)."""
@@ -65,10 +68,7 @@ class Controller(Protocol):
         """Speculation on/off; takes effect from the next speculation opportunity."""
 
     @property
-    def low_latency(self) -> bool: ...
-
-    @property
-    def listening(self) -> bool:
+    def active(self) -> bool:
         """Starting or listening: what Stop would end."""
         ...
 

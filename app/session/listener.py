@@ -12,21 +12,7 @@ their results into events.  Threads:
 Decisions are made under one lock; the events they produce are emitted after it is
 released, so a slow consumer never holds up audio capture or decoding.
 
-The listener reports to its owner through one protocol, :class:`ListenerHooks` (the
-session implements it), and hears its recogniser through another
-(:class:`~app.asr.streaming.RecognitionHooks`, which the listener implements).
-
-Turn ids come from the session (``next_turn``), so they stay unique across Stop/Start.
-When the interviewer speaks again within the continuation window after an endpoint, the
-new speech reopens the same turn: its audio is decoded together with the first part, so
-every later partial and final carries the whole question.
-
-The candidate's listener may hold an :class:`~app.audio.echo.EchoGate`: with speakers
-instead of headphones its microphone hears the interviewer again.  Echo is judged on a
-whole utterance (the per-frame verdict is noisy at the edges), so such a listener shows
-the candidate's lines when they end, and drops an utterance that was mostly echo; with
-no partials to show it decodes only at pauses, leaving the shared worker to the
-interviewer.
+Design notes: decision 0039.
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from app.core.clock import SessionClock
 from app.core.config import Settings
 from app.core.events import ErrorEvent, EventBus, StatusEvent
-from app.llm.client import LlmClient
+from app.llm.client import ClientTuning, LlmClient
 from app.llm.endpoint import (
     LOCAL_MODEL,
     LlmEndpoint,
@@ -90,8 +90,8 @@ class LlmChoice:
             return local_model_name(self._settings.llm) == LOCAL_MODEL
         return self._llm.model == LOCAL_MODEL
 
-    def listening_settings(self) -> Settings:
-        """The settings the listener runs with: the embedded server's own endpoint wait."""
+    def effective_settings(self) -> Settings:
+        """The settings a start runs with: the embedded server's own endpoint wait."""
         if not (self._answers and self.answers_locally):
             return self._settings
         turns = self._settings.turns
@@ -110,12 +110,14 @@ class LlmChoice:
         # hedge, the first token's deadline is the read time-out.
         hedge = remote_tactic(llm.hedge, endpoint.base_url, local=endpoint.local)
         first_token = llm.first_token_timeout_s if hedge else llm.timeout_s
-        return LlmClient(endpoint.base_url, endpoint.api_key, endpoint.model, http2=llm.http2,
-                         rewarm=remote_tactic(llm.rewarm, endpoint.base_url, local=endpoint.local),
-                         connect_timeout=llm.connect_timeout_s, timeout=llm.timeout_s,
-                         keepalive_expiry=llm.keepalive_expiry_s, first_token_timeout=first_token,
-                         stall_timeout=llm.stall_timeout_s, rate_limit_max_wait=llm.rate_limit_max_wait_s,
-                         send_cache_key=llm.send_prompt_cache_key, send_include_usage=llm.send_include_usage)
+        rewarm = remote_tactic(llm.rewarm, endpoint.base_url, local=endpoint.local)
+        tuning = ClientTuning(http2=llm.http2, rewarm=rewarm, connect_timeout=llm.connect_timeout_s,
+                              timeout=llm.timeout_s, keepalive_expiry=llm.keepalive_expiry_s,
+                              first_token_timeout=first_token, stall_timeout=llm.stall_timeout_s,
+                              rate_limit_max_wait=llm.rate_limit_max_wait_s,
+                              send_cache_key=llm.send_prompt_cache_key,
+                              send_include_usage=llm.send_include_usage)
+        return LlmClient(endpoint.base_url, endpoint.api_key, endpoint.model, tuning)
 
     def shut(self) -> None:
         """The session is quitting: no embedded server starts from now on."""

@@ -1,55 +1,38 @@
-"""One owner of a running session: its lifecycle, its turn ids, its listening half and
-its answer engine.  The window and the command line both drive a :class:`Session`.
+"""One owner of a running session: its lifecycle, its listening half and its answer
+engine.  The window and the command line both drive a :class:`Session`.
 
 States: ``idle → starting → listening → stopping → idle``; ``failed`` when the audio
 cannot be opened or dies in a session that must not go on without it.  Every change is
-a ``session`` event.
-
-The session's state (its state, listeners, answer engine) has one owner: the ``session``
-thread, which runs the front end's calls as commands from a queue, in the order they
-were made (:mod:`app.session.commands`).  The calls return at once, so the window never
-waits for Stop's joins and never emits on the bus.  Start-up runs on a thread of its own
-(``session-start``, :mod:`app.session.start_up`) and checks a cancel flag between its
-steps, so Stop works while starting and quitting never waits for it; what it builds (the
-listeners, the engine) it hands to the session thread, which installs it only if that
-start is still the current one.  Listening begins as soon as the audio is open; the
-answer engine (which may start the embedded LLM server, seconds:
-:mod:`app.session.llm_choice`) comes up beside it, and a question asked meanwhile waits
-for it.  A recording replayed with the embedded LLM starts playing once that is ready.
-The résumé and job description are read once per start
-(:mod:`app.session.candidate_documents`).
-
-Turn ids are handed out here, so they stay unique across Stop/Start and a regenerated
-answer is a new request of the same turn.
+a ``session`` event. Design notes: decision 0039.
 """
 
 from __future__ import annotations
 
-import itertools
+import dataclasses
 import threading
 import uuid
 from collections.abc import Callable
 from functools import partial
-from pathlib import Path
 
-from app.answer.engine import AnswerEngine, Strategy
-from app.asr.decoder import AUTO, WhisperDecoder, load_decoder
+from app.answer.engine import AnswerEngine
+from app.asr.decoder import WhisperDecoder, load_decoder
 from app.asr.worker import DecodeWorker
-from app.audio.frames import AudioFrame
 from app.core.clock import Deadline, SessionClock
 from app.core.config import Settings
-from app.core.events import ErrorEvent, EventBus, SessionState, SessionStateEvent, Speaker, StatusEvent
+from app.core.events import ErrorEvent, EventBus, SessionState, SessionStateEvent, StatusEvent
+from app.core.low_latency import LowLatency
 from app.llm.endpoint import LlmEndpoint
 from app.platform.app_nap import ListeningActivity
 from app.prompt.builder import PromptBuilder
 from app.session.candidate_documents import CandidateDocuments
 from app.session.commands import Controller, SessionCommands
-from app.session.listener import Listener, ListenerOptions
+from app.session.listener import Listener
 from app.session.llm_choice import LlmChoice
-from app.session.start_up import FailureKind, Sources, StartUp, Voices
-from app.turns.signals import TurnSignals
+from app.session.start_up import FailureKind, Parts, SessionOptions, Sources, StartUp, Voices
+from app.session.voice_hooks import VoiceHooks
 
-__all__ = ["LISTENER_STOP_S", "QUIT_LISTENING_S", "Controller", "FailureKind", "Session"]
+__all__ = ["LISTENER_STOP_S", "QUIT_LISTENING_S", "Controller", "FailureKind", "Session", "SessionOptions",
+           "Sources"]
 
 LISTENER_STOP_S = 5.0
 """What Stop waits for the listening half in all: a pass or a score on a busy machine
@@ -59,22 +42,30 @@ QUIT_LISTENING_S = 1.5
 (see app/audio/device.py), and a run whose device died must be over within 5 s of it."""
 
 
+_NO_SOURCES = Sources()
+_PRODUCT = SessionOptions()
+
+
+def _nothing() -> None:
+    """Nothing to stop observing."""
+
+
 class Session:
     """The one owner of a running session (implements :class:`Controller`)."""
 
-    def __init__(self, settings: Settings, *, audio_file: str | Path | None = None, speed: float = 1.0,
-                 candidate_file: str | Path | None = None, channels: tuple[int, int] | None = None,
-                 llm: LlmEndpoint | None = None, answers: bool = True, strategy: Strategy = Strategy(),
-                 listener_options: ListenerOptions = ListenerOptions(), bus: EventBus | None = None,
-                 decoder: WhisperDecoder | None = None, stop_on_audio_error: bool = False,
-                 app_nap: ListeningActivity | None = None) -> None:
+    def __init__(self, settings: Settings, *, sources: Sources = _NO_SOURCES, llm: LlmEndpoint | None = None,
+                 options: SessionOptions = _PRODUCT, bus: EventBus | None = None,
+                 decoder: WhisperDecoder | None = None, app_nap: ListeningActivity | None = None) -> None:
+        """``sources``: recordings to replay (None of them: the configured devices);
+        ``llm``: the endpoint (None: the settings', or the embedded model)."""
         self.settings = settings
         self.bus = bus or EventBus()
         self.bus.subscribe(app_nap or ListeningActivity())  # macOS: no App Nap while it listens
         self.clock = SessionClock()
         self.session_id = uuid.uuid4().hex[:12]
-        self._stop_on_audio_error = stop_on_audio_error
-        self._turn_ids = itertools.count(1)
+        self.low_latency = LowLatency(settings.answer.low_latency)
+        """Low-latency mode: this session owns it; the engine, the listener and the window observe."""
+        self.low_latency.observe(lambda on: setattr(settings.answer, "low_latency", on))  # the next start's
         self._changed = threading.Condition()
         """Guards ``_shut`` and the command queue's counts; tells waiters the state or the
         counts moved."""
@@ -86,25 +77,24 @@ class Session:
         """Which start is current: a start-up that was stopped hands over nothing."""
         self._starter: threading.Thread | None = None
         self._voices: Voices | None = None
+        self._unobserve: Callable[[], None] = _nothing
+        """Ends the interviewer's listener's watch on low-latency mode."""
         self._engine: AnswerEngine | None = None
-        # --- shared, each safe on its own ---
         self._shut = False
-        self._turn_signals: TurnSignals | None = None
-        self._signals_lock = threading.Lock()
         # --- its parts, each the one owner of its own state ---
         self._commands = SessionCommands(self._changed, self.bus, self.clock)
-        self._llm_choice = LlmChoice(settings, llm, self.bus, self.clock, answers=answers,
+        self._llm_choice = LlmChoice(settings, llm, self.bus, self.clock, answers=options.answers,
                                      on_model_failed=self._local_model_failed)
         self._documents = CandidateDocuments(settings, self.bus, self.clock,
                                              compact=self._llm_choice.answers_bundled)
-        if channels is not None and candidate_file is None:
-            candidate_file = audio_file  # both sides from the one file
-        self._start_up = StartUp(
-            settings, self.bus, self.clock, self,
-            sources=Sources(audio_file, candidate_file, channels, speed),
-            decoder=decoder or load_decoder(settings.asr), worker=DecodeWorker(),
-            listener_options=listener_options, documents=self._documents, llm=self._llm_choice,
-            answers=answers, strategy=strategy, session_id=self.session_id)
+        lost = self._interviewer_lost if options.stop_on_audio_error else None
+        hooks = VoiceHooks(settings, lambda: self._voices, lost)
+        if sources.channels is not None and sources.candidate_file is None:  # both sides from one file
+            sources = dataclasses.replace(sources, candidate_file=sources.audio_file)
+        parts = Parts(decoder or load_decoder(settings.asr), DecodeWorker(), self._documents,
+                      self._llm_choice, hooks, self.low_latency, self.session_id)
+        self._start_up = StartUp(settings, self.bus, self.clock, _Handover(self), sources=sources,
+                                 parts=parts, options=options)
         self.failure: tuple[FailureKind, str] | None = None
         """Why the session failed: ``config`` (fix the settings) or ``runtime``."""
 
@@ -115,7 +105,7 @@ class Session:
         return self._state
 
     @property
-    def listening(self) -> bool:
+    def active(self) -> bool:
         """Starting or listening: what Stop would end."""
         return self._state in ("starting", "listening")
 
@@ -141,12 +131,8 @@ class Session:
         self._commands.post(partial(self._on_engine, AnswerEngine.regenerate))
 
     def set_low_latency(self, on: bool) -> None:
-        self._commands.post(partial(self._set_low_latency, on))
-
-    @property
-    def low_latency(self) -> bool:
-        engine = self._engine
-        return engine.low_latency if engine is not None else self.settings.answer.low_latency
+        """Low-latency mode on or off, set on the session thread: its observers hear it there."""
+        self._commands.post(partial(self.low_latency.set, on))
 
     def shutdown(self, timeout: float = 5.0) -> None:
         """Stop everything before exit; idempotent, bounded, leaves no child process.
@@ -211,6 +197,7 @@ class Session:
         voices, self._voices = self._voices, None
         if voices is None:
             return
+        self._unobserve()
         deadline = Deadline(timeout)
         for listener in voices.listeners:
             listener.stop(deadline.left())
@@ -235,13 +222,6 @@ class Session:
         if self._engine is not None:
             command(self._engine)
 
-    def _set_low_latency(self, on: bool) -> None:
-        if self._engine is not None:
-            self._engine.set_low_latency(on)
-        if self._voices is not None:
-            self._voices.interviewer.set_low_latency(on)
-        self.settings.answer.low_latency = on
-
     def _use_engine(self, engine: AnswerEngine) -> None:
         """Start-up brought the answer engine up: it serves the session from now on."""
         if self._engine is engine:
@@ -256,6 +236,9 @@ class Session:
         if generation != self._generation or self._start_up.cancelled or self._state != "starting":
             return
         self._voices = voices
+        interviewer = voices.interviewer
+        interviewer.set_low_latency(self.low_latency.on)
+        self._unobserve = self.low_latency.observe(interviewer.set_low_latency)
         for listener in voices.listeners:
             listener.start()
         self._set_state("listening")
@@ -267,54 +250,9 @@ class Session:
         if generation is None or generation == self._generation:
             self._fail(kind, message, report=report)
 
-    # --- StartUpOwner (on start-up's thread): hand-overs become commands --------------------
-
-    def listeners_ready(self, generation: int, voices: Voices) -> None:
-        self._commands.post(partial(self._install, generation, voices))
-
-    def engine_ready(self, engine: AnswerEngine) -> None:
-        self._commands.post(partial(self._use_engine, engine))
-
-    def start_failed(self, generation: int, kind: FailureKind, message: str) -> None:
-        self._commands.post(partial(self._failed, generation, kind, message))
-
-    # --- ListenerHooks (on the listeners' threads) ------------------------------------------
-
-    def next_turn(self) -> int:
-        """One counter for both voices and every start."""
-        return next(self._turn_ids)
-
-    @property
-    def scores_turns(self) -> bool:
-        return True
-
-    def turn_signals(self) -> TurnSignals:
-        """The end-of-turn models, loaded once per session (on the first listener's scoring
-        thread: seconds that never hold up listening)."""
-        with self._signals_lock:
-            if self._turn_signals is None:
-                language = self.settings.asr.language
-                spoken = "en" if language == AUTO else language  # auto: told again when settled
-                self._turn_signals = TurnSignals.load(self.settings.turns, spoken)
-            return self._turn_signals
-
-    def frame_heard(self, speaker: Speaker, frame: AudioFrame) -> None:
-        """The interviewer's frames are the echo gate's reference."""
-        voices = self._voices
-        if speaker == "interviewer" and voices is not None and voices.echo is not None:
-            voices.echo.feed_reference(frame)
-
-    def speech_started(self, speaker: Speaker, t: float) -> None:
-        """The candidate spoke: the interviewer's next words are a new question."""
-        voices = self._voices
-        if speaker == "candidate" and voices is not None:
-            voices.interviewer.other_spoke(t)
-
-    def source_failed(self, speaker: Speaker, message: str) -> None:
-        """The interviewer's device is gone: the window waits for it to come back, a
-        headless run ends.  (Losing your microphone leaves the interviewer's side going.)"""
-        if speaker == "interviewer" and self._stop_on_audio_error:
-            self._commands.post(partial(self._failed, None, "runtime", message, report=False))
+    def _interviewer_lost(self, message: str) -> None:
+        """The interviewer's device is gone (audio thread): a headless run ends."""
+        self._commands.post(partial(self._failed, None, "runtime", message, report=False))
 
     # --- replays -----------------------------------------------------------------------
 
@@ -350,9 +288,9 @@ class Session:
         voices = self._voices
         return voices.interviewer if voices is not None else None
 
-    def listening_settings(self) -> Settings:
-        """The settings the listener runs with: the embedded server's own endpoint wait."""
-        return self._llm_choice.listening_settings()
+    def effective_settings(self) -> Settings:
+        """The settings a start runs with: the embedded server's own endpoint wait."""
+        return self._llm_choice.effective_settings()
 
     def _prompt(self, language: str) -> PromptBuilder:
         """The prompt the answer engine gets for ``language`` (what start-up builds it with)."""
@@ -392,3 +330,24 @@ class Session:
 
     def _status(self, stage: str, message: str) -> None:
         self.bus.emit(StatusEvent(t=self.clock.now(), stage=stage, message=message))
+
+
+class _Handover:
+    """What start-up hands the session (implements :class:`StartUpOwner`): each hand-over
+    becomes a command to the session thread, so start-up's thread never touches its state."""
+
+    def __init__(self, session: Session) -> None:
+        self._session = session
+
+    @property
+    def engine(self) -> AnswerEngine | None:
+        return self._session.engine
+
+    def listeners_ready(self, generation: int, voices: Voices) -> None:
+        self._session._commands.post(partial(self._session._install, generation, voices))
+
+    def engine_ready(self, engine: AnswerEngine) -> None:
+        self._session._commands.post(partial(self._session._use_engine, engine))
+
+    def start_failed(self, generation: int, kind: FailureKind, message: str) -> None:
+        self._session._commands.post(partial(self._session._failed, generation, kind, message))

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, Protocol
 
-from app.answer.engine import AnswerEngine, Strategy
+from app.answer.engine import AnswerEngine, AnswerTarget, Strategy
 from app.asr.decoder import WhisperDecoder
 from app.asr.prior import term_prior
 from app.asr.worker import DecodeWorker
@@ -32,6 +32,7 @@ from app.audio.echo import HEADPHONES_HINT, EchoGate
 from app.core.clock import SessionClock
 from app.core.config import Settings
 from app.core.events import ErrorEvent, EventBus, StatusEvent
+from app.core.low_latency import LowLatency
 from app.session.candidate_documents import CandidateDocuments
 from app.session.listener import Listener, ListenerHooks, ListenerOptions
 from app.session.llm_choice import LlmChoice
@@ -77,9 +78,38 @@ class Sources:
         return self.channels[side] if self.channels is not None else None
 
 
-class StartUpOwner(ListenerHooks, Protocol):
-    """The session start-up builds for: the listeners report to it, and each hand-over is
-    a command to its thread (each called on start-up's thread; returns at once)."""
+@dataclass(frozen=True, slots=True)
+class SessionOptions:
+    """How a session answers and ends turns, and what a lost device does to it."""
+
+    answers: bool = True
+    """False: transcripts only, no answer engine."""
+    strategy: Strategy = Strategy()
+    """The answers' seams (a benchmark's baseline; the product's by default)."""
+    listener_options: ListenerOptions = ListenerOptions()
+    """How the interviewer's turns end (a benchmark's policy; the product's by default)."""
+    stop_on_audio_error: bool = False
+    """Losing the interviewer's device ends the session (headless runs)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Parts:
+    """The session's parts a start-up builds its listeners and its engine from."""
+
+    decoder: WhisperDecoder
+    worker: DecodeWorker
+    """One decoding thread for both voices, the interviewer's passes first."""
+    documents: CandidateDocuments
+    llm: LlmChoice
+    hooks: ListenerHooks
+    """What the listeners report to."""
+    low_latency: LowLatency
+    session_id: str
+
+
+class StartUpOwner(Protocol):
+    """The session start-up builds for: each hand-over is a command to its thread (each
+    called on start-up's thread; returns at once)."""
 
     @property
     def engine(self) -> AnswerEngine | None:
@@ -99,23 +129,22 @@ class StartUp:
     """The start-up steps of one session, and the cancel flag between them."""
 
     def __init__(self, settings: Settings, bus: EventBus, clock: SessionClock, owner: StartUpOwner, *,
-                 sources: Sources, decoder: WhisperDecoder, worker: DecodeWorker,
-                 listener_options: ListenerOptions, documents: CandidateDocuments, llm: LlmChoice,
-                 answers: bool, strategy: Strategy, session_id: str) -> None:
+                 sources: Sources, parts: Parts, options: SessionOptions) -> None:
         self._settings = settings
         self._bus = bus
         self._clock = clock
         self._owner = owner
         self._sources = sources
-        self._decoder = decoder
-        self._worker = worker
-        """One decoding thread for both voices, the interviewer's passes first."""
-        self._listener_options = listener_options
-        self._documents = documents
-        self._llm = llm
-        self._answers = answers
-        self._strategy = strategy
-        self._session_id = session_id
+        self._decoder = parts.decoder
+        self._worker = parts.worker
+        self._hooks = parts.hooks
+        self._low_latency = parts.low_latency
+        self._listener_options = options.listener_options
+        self._documents = parts.documents
+        self._llm = parts.llm
+        self._answers = options.answers
+        self._strategy = options.strategy
+        self._session_id = parts.session_id
         self._cancel = threading.Event()
         """Set by Stop and shutdown: the steps check it between them."""
 
@@ -197,17 +226,17 @@ class StartUp:
     def _listen(self, generation: int, source: AudioSource, candidate_source: AudioSource | None) -> None:
         """Build the listeners (they report to the session: :class:`ListenerHooks`); the
         session thread starts them."""
-        settings = self._llm.listening_settings()
+        settings = self._llm.effective_settings()
         echo = EchoGate(on_run=self._on_echo_run) if candidate_source is not None else None
         self._decoder.set_terms(self._documents.recogniser_terms(
             self._decoder.pieces, lambda terms: term_prior(self._decoder, terms)))
-        listener = Listener(source, self._decoder, settings, self._bus, self._clock, self._owner,
+        listener = Listener(source, self._decoder, settings, self._bus, self._clock, self._hooks,
                             self._listener_options, worker=self._worker)
         candidate = None
         if candidate_source is not None:
             options = dataclasses.replace(self._listener_options, speaker="candidate", echo=echo)
             candidate = Listener(candidate_source, self._decoder, settings, self._bus, self._clock,
-                                 self._owner, options, worker=self._worker)
+                                 self._hooks, options, worker=self._worker)
         names = source.name + (f" and your microphone {candidate_source.name}" if candidate_source else "")
         self._owner.listeners_ready(generation, Voices(listener, candidate, echo, names))
 
@@ -219,11 +248,11 @@ class StartUp:
 
     def _start_engine(self) -> AnswerEngine:
         local = self._llm.answers_locally
-        engine = AnswerEngine(
-            self._settings, self._bus, self._clock, self._documents.prompt(self._settings.asr.language),
-            self._llm.make_client, model=self._llm.model, session_id=self._session_id,
-            base_url=self._llm.base_url, strategy=self._strategy, prime_cache=local, one_at_a_time=local,
-            prompt_for_language=self._documents.prompt)
+        target = AnswerTarget(self._llm.model, self._session_id, base_url=self._llm.base_url,
+                              prime_cache=local, one_at_a_time=local)
+        engine = AnswerEngine(self._settings, self._bus, self._clock, self._documents.prompt,
+                              self._llm.make_client, target=target, strategy=self._strategy,
+                              low_latency=self._low_latency)
         self._bus.subscribe(engine.on_event)
         engine.start()
         return engine

@@ -2,27 +2,7 @@
 
 Pure and synchronous: fed audio-clock times, VAD decisions and partial transcripts,
 it returns decisions.  No threads, no clocks of its own, so every rule is unit-tested
-with plain numbers.
-
-A partial is *current* when its audio reaches the last voiced frame: while the
-interviewer keeps talking, new voiced frames arrive during every pass, so only a
-partial decoded after they fell silent (or paused) is current.  Speculating mostly on
-current partials keeps requests per turn low without waiting for any timer; the newest
-partial, current or not, is guessed at the pause when the policy calls its words
-finished (``Wait.ahead_ms``) and no pass that will hear the pause is coming (it was given
-up, heard no words, or the voice it heard was not the last): a question whose last words
-were heard before the voice stopped does not wait the silence endpoint for a pass that
-never comes.  While one is coming it is waited for: a partial decoded before the voice
-stopped often lacks the last syllable ("…simple term?" for "…terms?").
-
-How long a pause ends the turn is :mod:`app.turns.policy`'s decision, from the text and
-the end-of-turn signals; the signals are computed elsewhere (off the audio thread) and
-handed in with :meth:`Endpointer.end_of_turn_scores`, tagged with the text and audio they
-were computed on, so a late result for older words is simply not used.
-
-The product has one way of turning all this into decisions, :class:`SignalsPolicy`; the
-benchmark's baselines (``devtools/bench/baselines.py``) hand the endpointer other
-:class:`TurnPolicy` objects, so what they measure runs through the same endpointer.
+with plain numbers. Design notes: decision 0039.
 """
 
 from __future__ import annotations

@@ -1,51 +1,18 @@
 """How long a pause must last before the turn is over, from what the signals say.
 
 Pure arithmetic, no clocks or threads: unit-tested with numbers.  Each signal votes
-between -1 (unfinished) and +1 (finished) and the votes add up:
+between -1 (unfinished) and +1 (finished) and the votes add up: the words model (its
+log P(end) mapped from ``words_incomplete_logp`` to ``words_complete_logp``), the text (a
+tag or final particle +1, "?" or a question word +0.5) and, optionally, Smart Turn's
+sound.  +1 or more is *complete* (a short wait), -1 or less *incomplete* (a long one),
+between *uncertain*: never longer than the text rules would wait, as doubt is no evidence
+that more words are coming.  A trailing and/so/um waits longest; with no model signal the
+text rules decide ("?" or a tag twice in a row: the question wait).
 
-- the words model: log P(end of turn) mapped linearly from ``words_incomplete_logp``
-  (-1) to ``words_complete_logp`` (+1);
-- the text: a tag or a final particle at the end ("right?", "you know", 对吧, 吗/呢/吧)
-  +1, a question mark or a question word (什么/怎么/为什么/哪/多少) +0.5;
-- the sound (Smart Turn, optional): ``smart_turn_weight`` × (2p − 1).
-
-A sum of +1 or more is *complete* (end after a short silence, ~250 ms), -1 or less is
-*incomplete* (long wait), between is *uncertain*: the middle wait, but never longer than
-the text rules would wait for the same text (400 ms after "?" or a tag twice in a row):
-doubt is no evidence that more words are coming, so it never makes a question wait
-longer than the rules did, and once the guess sent at the pause is held with its answer
-ready and every pass since the voice stopped heard that same question, words the model
-only doubts (above ``words_incomplete_logp``) wait ``endpoint_confirmed_ms`` at most
-(decision 0032); the interviewer's own longer pauses still stretch it.  A trailing and/so/um…
-(a thinking pause) overrides the sum: the longest wait.  With no model signal at all
-(not installed, failed to load, a language it was not checked on, or not scored yet)
-the text rules decide: "?" or a tag twice in a row → the question wait, else the silence
-wait (a Chinese sentence closed with "。" whose last sentence holds a question word
-counts as "?": a wh-question needs no rising pitch, so the recogniser's mark is a guess).
-
-The request should be on the wire before the endpoint fires.  Pauses of 150-250 ms
-inside a question are common, and how many of them a guess lands in depends on how fast
-the recogniser is, not on the speaker (a pass twice as fast guesses "What is your
-biggest?" before "…weakness?"), so the guess waits on evidence, not on the machine:
-words the words model calls finished (complete) are guessed at the first current
-partial once the voice has paused for the hangover (``speculate_finished_ms``), words
-finished by the text or the sound alone once the pause outlasts a gap between words
-(``speculate_min_pause_ms``); words they are unsure of, or that the words model is
-still scoring, after ``speculate_unsure_ms`` (a pause longer than most between words;
-a text with no "?", question word or tag that no model has scored waits for
-``speculate_silence_ms``); when more words are expected (incomplete, thinking),
-``speculate_lead_ms`` before the endpoint.  A tag finishes a text by itself and never
-waits for the model.
-
-Those waits are for a *current* partial, one whose pass heard all the voice.  The
-listener has every partial scored as it lands, so when the voice stops the newest one
-usually has its verdict already; if it is *complete*, that exact text is guessed after
-``speculate_ahead_ms`` of silence when no pass that will hear the pause is coming (the
-endpointer's part): a finished question whose pause pass was given up, heard no words or
-heard a voice that was not the last does not wait the silence endpoint.  Finished by
-the rules alone ("?" or a tag twice in a row, no model), it waits for a pause
-(``speculate_min_pause_ms``) at least, as the recogniser's punctuation is a guess.
-Where the words model is unsure or has not spoken, only a current partial is guessed.
+The guess waits on evidence, not on the machine: finished words leave once the pause is
+in, unsure ones after a pause longer than most between words, words that expect more just
+before the endpoint.  Each wait is a ``[turns]`` setting; the numbers and their reasons:
+decisions 0001, 0005, 0015, 0023 and 0032.
 """
 
 from __future__ import annotations

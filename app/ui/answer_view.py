@@ -9,23 +9,7 @@ Markdown says so far: ``**`` and a backtick toggle bold and code as they stream,
 one character), and a line's start (a bullet or number marker, a heading's ``#``) is
 decided once, within its first few characters, by writing that start again as a list
 item or a heading.  Blank lines do not create paragraphs; consecutive bullet lines share
-a list.
-
-Each request is a block of its own (one answer in front at a time: the engine cuts an
-older one before a newer one shows).  A block taken back (the question went on) collapses
-to one dimmed line; the rare re-layouts that needs rebuild the document from the blocks.
-
-An hour holds steady: the live document keeps the newest :data:`KEEP` answers only.  When
-an answer is done (the pane idle until the next question's tokens) and the reader is at
-the end, older answers fold into one line at the top, "N earlier answers — show them",
-which brings them back on a click (:meth:`AnswerView.show_earlier`); every answer stays in
-``blocks`` and in the session log.  So neither a token nor a rebuild (retract, restore)
-costs more after a hundred answers than after the first.
-
-Paint latency: after each paint that follows new tokens, one ``PaintedEvent`` is reported
-for the *oldest* token not yet painted (the worst case of that paint); tokens that arrive
-while the view is hidden or scrolled away from the bottom are not stamped, since they
-were not shown.
+a list. Design notes: decision 0039.
 """
 
 from __future__ import annotations

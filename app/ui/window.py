@@ -65,6 +65,8 @@ DEFAULT_SIZE = (560, 680)
 class MainWindow(QMainWindow):
     settings_changed = Signal(object)
     _background_error = Signal(str)
+    _low_latency_changed = Signal(bool)
+    """Low-latency mode changed (told on the session's thread, shown on this one)."""
 
     def __init__(
         self,
@@ -117,6 +119,8 @@ class MainWindow(QMainWindow):
         self.hotkeys = HotkeyManager(self, hotkey_backend)
         self.hotkeys.triggered.connect(self._on_hotkey)
         self._background_error.connect(lambda m: self.banners.show_message("error", "Settings", m))
+        self._low_latency_changed.connect(self._show_low_latency)
+        self._stop_observing = controller.low_latency.observe(self._low_latency_changed.emit)
 
         self.bridge = EventBridge(controller.bus, self)
         self.bridge.connect_to(self.on_event)
@@ -246,10 +250,7 @@ class MainWindow(QMainWindow):
         self._apply_theme()
         self._apply_on_top(ui.stay_on_top)
         if initial:
-            self.low_latency_button.blockSignals(True)
-            self.low_latency_button.setChecked(self.controller.low_latency)
-            self.low_latency_button.blockSignals(False)
-            self.status.set_low_latency(self.controller.low_latency)
+            self._show_low_latency(self.controller.low_latency.on)
             app = QGuiApplication.instance()
             if isinstance(app, QGuiApplication):
                 app.styleHints().colorSchemeChanged.connect(lambda _s: self._apply_theme())
@@ -366,7 +367,7 @@ class MainWindow(QMainWindow):
             self._message_timer.start(8000)
 
     def _idle_state(self) -> str:
-        if not self.controller.listening:
+        if not self.controller.active:
             return "stopped"
         return "speaking" if self._speaking else "listening"
 
@@ -374,7 +375,7 @@ class MainWindow(QMainWindow):
 
     def _toggle_listening(self) -> None:
         try:
-            if self.controller.listening:
+            if self.controller.active:
                 self.controller.stop()
             else:
                 self.controller.start()
@@ -383,7 +384,7 @@ class MainWindow(QMainWindow):
         self._sync_controls()
 
     def _sync_controls(self) -> None:
-        listening = self.controller.listening
+        listening = self.controller.active
         self.start_button.setText("Stop listening" if listening else "Start listening")
         if self.start_button.property("listening") != listening:
             self.start_button.setProperty("listening", listening)
@@ -393,16 +394,17 @@ class MainWindow(QMainWindow):
             self.status.set_state("stopped")
         elif listening and self.status.state == "stopped":
             self.status.set_state("listening")
-        low = self.controller.low_latency
-        if self.low_latency_button.isChecked() != low:
-            self.low_latency_button.blockSignals(True)
-            self.low_latency_button.setChecked(low)
-            self.low_latency_button.blockSignals(False)
-            self.status.set_low_latency(low)
+
+    def _show_low_latency(self, on: bool) -> None:
+        """The button and the status line follow the mode (the session's)."""
+        self.low_latency_button.blockSignals(True)
+        self.low_latency_button.setChecked(on)
+        self.low_latency_button.blockSignals(False)
+        self.status.set_low_latency(on)
 
     def _set_low_latency(self, on: bool) -> None:
+        """The button was toggled: the session sets the mode, and the window shows it when told."""
         self.controller.set_low_latency(on)
-        self.status.set_low_latency(on)
 
     def _on_hotkey(self, action: str) -> None:
         if action == "toggle_low_latency":
@@ -484,6 +486,7 @@ class MainWindow(QMainWindow):
                 app.quit()
 
     def close_resources(self) -> None:
+        self._stop_observing()
         self._sync.stop()
         self.hotkeys.close()
         self.bridge.detach()

@@ -6,16 +6,7 @@ the frames just before the onset (``pre_roll_ms``) are handed over with it.  The
 unvoiced frame after speech is reported at once (``paused``): that is the moment the
 streaming recogniser starts its catch-up pass, long before any endpoint timer.
 
-webrtcvad keeps calling the decaying tail of the last word voiced for a few frames; within
-an utterance a frame ``quiet_gate_db`` below the loudest voiced frame so far counts as
-silence, which brings the pause to about one frame after the last word (decision 0009).
-Over steady room noise (a fan, hum, a codec's floor) webrtcvad calls the noise itself
-speech and that gate never fires: a frame must also stand ``noise_margin_db`` above the
-room's noise floor (:class:`~app.vad.noise_floor.NoiseFloor`), for onsets and pauses alike.
-
-Threading: the detector's state belongs to the thread that calls :meth:`process` (the
-audio thread).  Another thread that decides the turn is over calls :meth:`request_end`,
-which only raises a flag; the next :meth:`process` applies it before looking at its frame.
+Design notes: decision 0038.
 """
 
 from __future__ import annotations

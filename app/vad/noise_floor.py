@@ -11,22 +11,7 @@ A frame is loud enough to be speech when it is ``margin_db`` above that floor: 3
 frames of steady noise stay just under 12 dB above their 3-second minimum, so 12 dB
 keeps noise out while speech, well above a room's tone, stays in (figures: decision 0004).
 
-Frames with no signal at all (below one int16 step, -90 dBFS: a muted device, system
-audio with nothing playing, the pauses of gated or synthesized speech) say nothing about
-the room and never become the floor; otherwise they would pin it at -120.  They do end
-what the floor may judge, though: until ``MIN_SIGNAL_FRAMES`` (300 ms) of signal have
-been heard since the last of them, there is no floor, as at the start of a stream.  When
-the pauses are silent the window holds only speech, and its quietest frame is a quiet
-syllable, not the room: speech resumed after such a pause ("…your role? | Especially…")
-opens well below the body of its words and would otherwise start an utterance a
-syllable or more late (decision 0004).  300 ms is the onset window: an onset is counted
-(150 ms of voice) before any floor judges it.  The cost: room tone that starts out of digital silence (a
-call connecting on a silent loopback) may open an utterance in those 300 ms; the floor
-learned from it then finds its pause as usual.
-
-The window is one of audio time: what was heard more than ``window_s`` ago is forgotten
-even across silence, so a door slam before a long silence does not become the floor the
-next question has to clear.
+Design notes: decision 0038.
 """
 
 from __future__ import annotations

@@ -44,7 +44,7 @@ from pathlib import Path
 from typing import Any
 
 from app.core.config import Settings
-from app.llm.client import Delta, LlmClient
+from app.llm.client import ClientTuning, Delta, LlmClient
 from app.llm.errors import LlmError
 from app.llm.local_server import LocalServer
 from app.observing.percentile import percentile
@@ -159,8 +159,9 @@ async def _run(settings: Settings, limit: int | None, *, after_guess: bool = Fal
     url = await asyncio.get_running_loop().run_in_executor(None, server.start)
     answers: list[Answer] = []
     try:
-        client = LlmClient(url, server.api_key, server.model, spare_connections=0, timeout=120,
-                           first_token_timeout=120, rewarm=False)
+        client = LlmClient(url, server.api_key, server.model,
+                           ClientTuning(spare_connections=0, timeout=120, first_token_timeout=120,
+                                        rewarm=False))
         await client.start()
         try:
             for repeat, (case, res, jd, asked) in ((r, c) for r in range(repeats) for c in cases):

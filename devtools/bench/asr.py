@@ -26,7 +26,7 @@ from app.asr.script import ScriptConverter
 from app.core.config import Settings
 from app.core.events import Event, EventBus, FinalEvent, PartialEvent, VadEvent
 from app.observing.percentile import median, p95
-from app.session.session import Session
+from app.session.session import Session, SessionOptions, Sources
 from devtools.bench.corpus import Clip, error_unit, load_corpus, ms, wer
 
 
@@ -77,7 +77,8 @@ def _replay(settings: Settings, decoder: WhisperDecoder, clip: Clip) -> ClipResu
     events: list[Event] = []
     bus = EventBus()
     bus.subscribe(events.append)
-    session = Session(settings, audio_file=clip.path, bus=bus, answers=False, decoder=decoder)
+    session = Session(settings, sources=Sources(clip.path), options=SessionOptions(answers=False), bus=bus,
+                      decoder=decoder)
     wall, cpu = time.monotonic(), time.process_time()
     session.run_file()
     listener = session.listener

@@ -37,7 +37,7 @@ from app.audio.frames import SAMPLE_RATE
 from app.core.config import Settings
 from app.core.events import Event, EventBus, LevelEvent
 from app.observing.percentile import median
-from app.session.session import Session
+from app.session.session import Session, Sources
 from devtools.bench.corpus import Clip, ms, read_audio
 from devtools.bench.sampler import Sample, TreeSampler, at, cpu_per_minute
 from devtools.bench.synth import pink_noise
@@ -228,7 +228,7 @@ def _play(settings: Settings, args: argparse.Namespace, wav: Path,
     server = argparse.Namespace(base_url=None, local=False, profile=args.profile, api_key=None, model=None)
     scored: list[Scored] = []
     with endpoint_for(server) as endpoint:
-        session = Session(settings, audio_file=wav, llm=endpoint, bus=bus, decoder=decoder)
+        session = Session(settings, sources=Sources(wav), llm=endpoint, bus=bus, decoder=decoder)
         failure: list[BaseException] = []
 
         def replay() -> None:

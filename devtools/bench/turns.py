@@ -73,7 +73,7 @@ from app.llm.endpoint import LOCAL_MODEL, NO_KEY, LlmEndpoint
 from app.observing.percentile import median, p95
 from app.observing.timeline import Timeline, TurnStages
 from app.session.listener import ListenerOptions
-from app.session.session import Session
+from app.session.session import Session, SessionOptions, Sources
 from app.turns.endpointer import TurnPolicy
 from devtools.bench import candidate
 from devtools.bench.baselines import (
@@ -315,9 +315,10 @@ def _replay(settings: Settings, decoder: WhisperDecoder, endpoint: LlmEndpoint, 
     events: list[Event] = []
     bus = EventBus()
     bus.subscribe(events.append)
-    session = Session(changed, audio_file=clip.path, llm=endpoint, strategy=spec.strategy,
-                      listener_options=ListenerOptions(policy=spec.policy), bus=bus, decoder=decoder,
-                      candidate_file=track.path if track else None)
+    session = Session(changed, sources=Sources(clip.path, candidate_file=track.path if track else None),
+                      options=SessionOptions(strategy=spec.strategy,
+                                             listener_options=ListenerOptions(policy=spec.policy)),
+                      llm=endpoint, bus=bus, decoder=decoder)
     try:
         session.run_file()
         listener = session.listener

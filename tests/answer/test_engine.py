@@ -10,7 +10,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from app.answer.engine import AnswerEngine, Strategy
+from app.answer.engine import AnswerEngine, AnswerTarget, Strategy
 from app.core.clock import SessionClock
 from app.core.config import Settings
 from app.core.events import (
@@ -26,9 +26,11 @@ from app.core.events import (
     RetractedEvent,
     SpeculateEvent,
     SpeculationEvent,
+    StatusEvent,
     TokenEvent,
     TurnStatsEvent,
 )
+from app.core.low_latency import LowLatency
 from app.llm.client import SPARE_CONNECTIONS, LlmClient
 from app.prompt.builder import PromptBuilder
 from devtools.bench.baselines import FuzzyReuse, fresh_client_per_request
@@ -46,15 +48,18 @@ def server() -> Iterator[FakeServer]:
 
 
 def make_engine(server: FakeServer, *, strategy: Strategy = Strategy(), settings: Settings | None = None,
-                key: str = KEY, one_at_a_time: bool = False) -> tuple[AnswerEngine, Recorder, EventBus]:
+                key: str = KEY, one_at_a_time: bool = False,
+                low_latency: LowLatency | None = None) -> tuple[AnswerEngine, Recorder, EventBus]:
     settings = settings or Settings()
     bus = EventBus()
     rec = Recorder()
     bus.subscribe(rec)
     base_url = server.start()
-    engine = AnswerEngine(settings, bus, SessionClock(), PromptBuilder(None, None, None),
-                          lambda: LlmClient(base_url, key, "gpt-4o-mini"), model="gpt-4o-mini",
-                          session_id="test", strategy=strategy, one_at_a_time=one_at_a_time)
+    prompt = PromptBuilder(None, None, None)
+    engine = AnswerEngine(settings, bus, SessionClock(), lambda language: prompt,
+                          lambda: LlmClient(base_url, key, "gpt-4o-mini"),
+                          target=AnswerTarget("gpt-4o-mini", "test", one_at_a_time=one_at_a_time),
+                          strategy=strategy, low_latency=low_latency)
     bus.subscribe(engine.on_event)
     engine.start()
     assert engine.warmed.wait(NEVER_S)
@@ -173,9 +178,13 @@ def test_at_most_three_guesses_per_turn(server: FakeServer) -> None:
 
 
 def test_low_latency_off_asks_only_at_the_final(server: FakeServer) -> None:
-    engine, rec, bus = make_engine(server)
+    """The engine observes the session's mode: turned off, no guess is asked, and it says so."""
+    mode = LowLatency(True)
+    engine, rec, bus = make_engine(server, low_latency=mode)
     try:
-        engine.set_low_latency(False)
+        mode.set(False)
+        assert not engine.low_latency
+        assert "low-latency mode off" in [e.message for e in rec.of(StatusEvent)]
         speculate(bus, "Why are you interested in this role?")
         assert engine.wait_idle(30)  # the guess was handled: a request it sent would have ended
         assert rec.of(RequestEvent) == []
@@ -393,8 +402,9 @@ def test_the_naive_baseline_is_a_client_factory_the_engine_is_given(server: Fake
 
     bus, rec = EventBus(), Recorder()
     bus.subscribe(rec)
-    engine = AnswerEngine(Settings(), bus, SessionClock(), PromptBuilder(None, None, None), factory,
-                          model="gpt-4o-mini", session_id="test",
+    prompt = PromptBuilder(None, None, None)
+    engine = AnswerEngine(Settings(), bus, SessionClock(), lambda language: prompt, factory,
+                          target=AnswerTarget("gpt-4o-mini", "test"),
                           strategy=Strategy(clients=fresh_client_per_request))
     bus.subscribe(engine.on_event)
     engine.start()

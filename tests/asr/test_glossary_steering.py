@@ -19,7 +19,7 @@ from app.asr.multilingual import ensure_multilingual_model
 from app.core.config import Settings
 from app.core.events import FinalEvent
 from app.core.text import words
-from app.session.session import Session
+from app.session.session import Session, SessionOptions, Sources
 from devtools.bench.synth import pink_noise
 from tests.speech import read_wav, synth
 
@@ -221,7 +221,8 @@ def test_a_session_steers_with_the_resume_and_the_users_glossary(decoder: Whispe
     settings.prompt.job_description_file = str(tmp_path / "missing.md")  # unreadable: skipped
     settings.asr.glossary = ["Tidewatch"]
     audio = synth("Why did you move the ledger from PostgreSQL to CockroachDB?", "en-gb")
-    session = Session(settings, audio_file=audio, speed=2.0, decoder=decoder, answers=False)
+    session = Session(settings, sources=Sources(audio, speed=2.0), options=SessionOptions(answers=False),
+                      decoder=decoder)
     finals: list[FinalEvent] = []
     session.bus.subscribe(lambda e: finals.append(e) if isinstance(e, FinalEvent) else None)
     try:

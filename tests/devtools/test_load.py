@@ -79,5 +79,5 @@ def test_loads_alternate_abba_from_clip_to_clip() -> None:
 def test_each_loaded_mode_is_reported_as_a_ratio_to_itself_unloaded() -> None:
     summary = {"product": {"response_latency_median_s": 0.4},
                "product~call": {"response_latency_median_s": 0.46},
-               "pass": {"response_latency_median_s": 0.5}, "pass~call": {"response_latency_median_s": 0.6}}
-    assert _ratios(summary) == {"pass/product": 1.25, "product~call/product": 1.15, "pass~call/pass": 1.2}
+               "rules": {"response_latency_median_s": 0.5}, "rules~call": {"response_latency_median_s": 0.6}}
+    assert _ratios(summary) == {"rules/product": 1.25, "product~call/product": 1.15, "rules~call/rules": 1.2}

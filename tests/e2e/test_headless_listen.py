@@ -131,16 +131,16 @@ def test_the_embedded_llm_confirms_questions_sooner(server: FakeServer, local: b
     from app.core.events import EndpointEvent, Event
     from app.llm.endpoint import LlmEndpoint
     from app.session.listener import ListenerOptions
-    from app.session.session import Session
+    from app.session.session import Session, SessionOptions, Sources
     from devtools.bench.baselines import TextRulesPolicy
 
     events: list[Event] = []
     # at half speed: the rules need "?" from two passes, and on a busy machine passes run slow
     # (and rest as long, decision 0034); the waits are on the audio clock either way
-    copilot = Session(Settings(), listener_options=ListenerOptions(policy=TextRulesPolicy()),
-                      audio_file=synth("Why are you interested in this role?"), speed=0.5,
+    copilot = Session(Settings(), sources=Sources(synth("Why are you interested in this role?"), speed=0.5),
+                      options=SessionOptions(listener_options=ListenerOptions(policy=TextRulesPolicy())),
                       llm=LlmEndpoint(server.start(), "sk-good", "gpt-4o-mini", local=local))
-    assert copilot.listening_settings().turns.endpoint_question_silence_ms == wait * 1000
+    assert copilot.effective_settings().turns.endpoint_question_silence_ms == wait * 1000
     copilot.bus.subscribe(events.append)
     try:
         copilot.run_file()

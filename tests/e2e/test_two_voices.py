@@ -24,7 +24,7 @@ from app.core.events import (
     SpeculateEvent,
 )
 from app.llm.endpoint import LlmEndpoint
-from app.session.session import Session
+from app.session.session import Session, Sources
 from devtools.fake_server import FakeServer, Profile
 from tests.speech import read_wav, synth, trimmed, write_wav
 
@@ -83,7 +83,8 @@ def test_only_the_interviewer_is_answered_and_the_candidate_is_context(
         decoder: WhisperDecoder, server: FakeServer, tmp_path: Path) -> None:
     interviewer, candidate, q1_to_q2 = _tracks(tmp_path)
     assert q1_to_q2 < Settings().turns.continuation_window_ms / 1000  # the premise
-    events = _replay(Session(Settings(), audio_file=interviewer, candidate_file=candidate, decoder=decoder,
+    events = _replay(Session(Settings(), sources=Sources(interviewer, candidate_file=candidate),
+                             decoder=decoder,
                              llm=LlmEndpoint(server.start(), "k", "gpt-4o-mini", local=False)))
     finals = [e for e in events if isinstance(e, FinalEvent)]
     theirs = [f for f in finals if f.speaker == "interviewer"]
@@ -121,7 +122,8 @@ def test_the_interviewer_heard_through_speakers_is_not_you(
     echo[delay:] = theirs[:-delay] * 10 ** (-10 / 20)
     call = np.stack([theirs, np.clip(mine + echo, -32768, 32767)], axis=1).astype(np.int16)
     write_wav(tmp_path / "call.wav", call)
-    events = _replay(Session(Settings(), audio_file=tmp_path / "call.wav", channels=(0, 1), decoder=decoder,
+    events = _replay(Session(Settings(), sources=Sources(tmp_path / "call.wav", channels=(0, 1)),
+                             decoder=decoder,
                              llm=LlmEndpoint(server.start(), "k", "gpt-4o-mini", local=False)))
     finals = [e for e in events if isinstance(e, FinalEvent)]
     mine_said = [f.text.lower() for f in finals if f.speaker == "candidate"]

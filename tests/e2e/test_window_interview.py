@@ -27,7 +27,7 @@ from app.core.events import (
     TokenEvent,
 )
 from app.llm.endpoint import LlmEndpoint
-from app.session.session import Session
+from app.session.session import Session, Sources
 from app.ui.window import MainWindow
 from devtools.fake_server import FakeServer, Profile
 from tests.speech import synth
@@ -45,7 +45,7 @@ def test_a_spoken_question_ends_up_painted(qtbot: QtBot, server: FakeServer, dec
                                            tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
     clip = synth("Why are you interested in this role?")
-    copilot = Session(Settings(), audio_file=clip, decoder=decoder,
+    copilot = Session(Settings(), sources=Sources(clip), decoder=decoder,
                       llm=LlmEndpoint(server.start(), "k", "gpt-4o-mini", local=False))
     events: list[Event] = []
     lock = threading.Lock()
@@ -94,7 +94,7 @@ def test_the_window_thread_never_emits_and_answer_now_keeps_its_order(
     # long enough that Answer now, clicked at the first caption, comes before the end
     clip = synth("Tell me about a time you disagreed with a colleague about a design, what you "
                  "each proposed, how you settled it, and what you would do differently today.")
-    copilot = Session(Settings(), audio_file=clip, decoder=decoder,
+    copilot = Session(Settings(), sources=Sources(clip), decoder=decoder,
                       llm=LlmEndpoint(server.start(), "k", "gpt-4o-mini", local=False))
     said: list[tuple[Event, str]] = []
     lock = threading.Lock()

@@ -13,7 +13,7 @@ from typing import Any
 import httpx2
 import pytest
 
-from app.llm.client import Delta, Done, LlmClient, StreamItem, estimate_usage
+from app.llm.client import ClientTuning, Delta, Done, LlmClient, StreamItem, estimate_usage
 from app.llm.errors import LlmError
 from app.platform.redact import redact
 from devtools.fake_server import FakeServer, Fault, Profile, answer_tokens
@@ -58,7 +58,7 @@ def server() -> Iterator[FakeServer]:
 
 @pytest.fixture
 async def client(server: FakeServer) -> AsyncIterator[LlmClient]:
-    c = LlmClient(server.base_url, KEY, MODEL, timeout=5.0, connect_timeout=1.0)
+    c = LlmClient(server.base_url, KEY, MODEL, ClientTuning(timeout=5.0, connect_timeout=1.0))
     await c.start()
     yield c
     await c.aclose()
@@ -77,7 +77,7 @@ async def wait_until(predicate: Any, timeout: float = NEVER_S) -> bool:
 
 
 async def test_prewarm_opens_connections_before_first_chat(server: FakeServer) -> None:
-    client = LlmClient(server.base_url, KEY, MODEL, spare_connections=1)
+    client = LlmClient(server.base_url, KEY, MODEL, ClientTuning(spare_connections=1))
     try:
         await client.start()
         warm = server.requests()
@@ -99,7 +99,7 @@ async def test_prewarm_opens_connections_before_first_chat(server: FakeServer) -
 async def test_one_connection_for_a_session_of_streams(server: FakeServer) -> None:
     # The server sends "data: [DONE]" and the final 0-chunk in separate writes: the SDK
     # must drain the body after [DONE] or every stream would cost a new connection.
-    client = LlmClient(server.base_url, KEY, MODEL, spare_connections=0)
+    client = LlmClient(server.base_url, KEY, MODEL, ClientTuning(spare_connections=0))
     try:
         await client.start()
         for i in range(6):
@@ -151,9 +151,8 @@ async def test_client_keepalive_expiry_would_drop_idle_connection(server: FakeSe
     # rightly open a second connection).
     server.reset_stats()
     expiry, period = 3.0, 1.0
-    client = LlmClient(
-        server.base_url, KEY, MODEL, keepalive_expiry=expiry, rewarm_idle_s=period, spare_connections=0
-    )
+    client = LlmClient(server.base_url, KEY, MODEL,
+                       ClientTuning(keepalive_expiry=expiry, rewarm_idle_s=period, spare_connections=0))
 
     def just_rewarmed() -> bool:
         seen = server.requests()  # the client has also done with each (its connection is back)
@@ -182,7 +181,7 @@ next one in flight (the pool would then open a second connection: no spare here)
 
 async def test_server_idle_timeout_is_beaten_by_rewarm() -> None:
     with FakeServer(Profile(idle_timeout=0.5), api_key=KEY) as srv:
-        cold = LlmClient(srv.base_url, KEY, MODEL, rewarm_idle_s=None, spare_connections=0)
+        cold = LlmClient(srv.base_url, KEY, MODEL, ClientTuning(rewarm_idle_s=None, spare_connections=0))
         try:
             await cold.start()
             # The server closes the idle socket (after its 0.5 s, however late it runs).
@@ -203,7 +202,7 @@ async def test_server_idle_timeout_is_beaten_by_rewarm() -> None:
                 and seen[-1].ended is not None and time.monotonic() - seen[-1].ended < REWARM_S / 4)
 
     with FakeServer(Profile(idle_timeout=SERVER_IDLE_S), api_key=KEY) as srv:
-        warm = LlmClient(srv.base_url, KEY, MODEL, rewarm_idle_s=REWARM_S, spare_connections=0)
+        warm = LlmClient(srv.base_url, KEY, MODEL, ClientTuning(rewarm_idle_s=REWARM_S, spare_connections=0))
         try:
             await warm.start()
             assert await wait_until(lambda: outlived(srv, warm))  # the re-warms alone, no chat yet
@@ -230,7 +229,7 @@ async def test_head_trap_get_warming_keeps_the_connection(server: FakeServer) ->
 
     server.reset_stats()
     server.faults.append(Fault("head_close"))  # armed, but GET warming never trips it
-    client = LlmClient(server.base_url, KEY, MODEL, spare_connections=0)
+    client = LlmClient(server.base_url, KEY, MODEL, ClientTuning(spare_connections=0))
     try:
         await client.start()
         _, done = await collect(client, "Warm?")
@@ -294,7 +293,8 @@ async def test_without_rewarm_a_cancel_sends_nothing_more(slow_server: FakeServe
     """The embedded server answers /models under its completions' lock: no warm-up traffic
     (after a cancel or when idle) may queue there behind an answer."""
     server = slow_server
-    client = LlmClient(server.base_url, KEY, MODEL, rewarm=False, rewarm_idle_s=0.05, cancel_grace_s=0.0)
+    client = LlmClient(server.base_url, KEY, MODEL,
+                       ClientTuning(rewarm=False, rewarm_idle_s=0.05, cancel_grace_s=0.0))
     try:
         await client.start()
         assert background_tasks() == []  # no idle refresh is scheduled
@@ -312,7 +312,7 @@ async def test_without_rewarm_a_cancel_sends_nothing_more(slow_server: FakeServe
 
 async def test_with_rewarm_the_same_cancel_schedules_a_warm_up(slow_server: FakeServer) -> None:
     """The check above can fail: the default client does schedule one, seen the same way."""
-    client = LlmClient(slow_server.base_url, KEY, MODEL, rewarm_idle_s=None, cancel_grace_s=0.0)
+    client = LlmClient(slow_server.base_url, KEY, MODEL, ClientTuning(rewarm_idle_s=None, cancel_grace_s=0.0))
     try:
         await client.start()
         await cancel_after_first_token(client)
@@ -323,7 +323,7 @@ async def test_with_rewarm_the_same_cancel_schedules_a_warm_up(slow_server: Fake
 
 async def test_cancel_closes_the_stream_and_rewarms(slow_server: FakeServer) -> None:
     server = slow_server
-    client = LlmClient(server.base_url, KEY, MODEL, spare_connections=1, cancel_grace_s=0.02)
+    client = LlmClient(server.base_url, KEY, MODEL, ClientTuning(spare_connections=1, cancel_grace_s=0.02))
     try:
         await client.start()
         warmed = client.warm_count
@@ -360,8 +360,9 @@ async def test_a_rewarm_leaves_the_spares_free_while_it_connects(slow_server: Fa
     server = slow_server
 
     def build() -> LlmClient:
-        return LlmClient(server.base_url, KEY, MODEL, spare_connections=2, cancel_grace_s=0.0,
-                         connect_timeout=3 * NEVER_S, rewarm_idle_s=None)
+        return LlmClient(server.base_url, KEY, MODEL,
+                         ClientTuning(spare_connections=2, cancel_grace_s=0.0, connect_timeout=3 * NEVER_S,
+                                      rewarm_idle_s=None))
 
     client = build()
     try:
@@ -385,7 +386,8 @@ async def test_a_pause_sends_its_requests_on_warm_connections(slow_server: FakeS
     correction and the final.  Each cancels the one before (closing its connection), and
     the re-warm's connection is not up yet: the default pool holds all four warm."""
     server = slow_server
-    client = LlmClient(server.base_url, KEY, MODEL, connect_timeout=3 * NEVER_S, rewarm_idle_s=None)
+    client = LlmClient(server.base_url, KEY, MODEL,
+                       ClientTuning(connect_timeout=3 * NEVER_S, rewarm_idle_s=None))
     try:
         await client.start()
         warm = {r.connection_id for r in server.requests()}
@@ -404,7 +406,7 @@ async def test_a_pause_sends_its_requests_on_warm_connections(slow_server: FakeS
 
 async def test_aclose_on_the_generator_closes_the_stream(slow_server: FakeServer) -> None:
     server = slow_server
-    client = LlmClient(server.base_url, KEY, MODEL, cancel_grace_s=0.0)
+    client = LlmClient(server.base_url, KEY, MODEL, ClientTuning(cancel_grace_s=0.0))
     try:
         await client.start()
         gen = client.stream_chat(user("Abandon me?"), max_tokens=500, temperature=0)
@@ -444,7 +446,7 @@ async def test_a_cancel_while_the_losing_request_closes_still_cancels(server: Fa
     """The race closes the stalled request once the hedge wins; a cancel of the caller that
     lands while it waits for that close must end the answer, not be swallowed with the
     loser's own cancel."""
-    client = LlmClient(server.base_url, KEY, MODEL, first_token_timeout=0.3, rewarm_idle_s=None)
+    client = LlmClient(server.base_url, KEY, MODEL, ClientTuning(first_token_timeout=0.3, rewarm_idle_s=None))
     try:
         await client.start()
         server.faults.append(Fault("hang"))  # the first request never answers: a hedge goes out
@@ -519,7 +521,7 @@ async def test_failure_after_first_token_is_stream_cut(
 async def test_stalled_stream_times_out_instead_of_hanging(server: FakeServer) -> None:
     """A stall keeps the socket open for ever: only the client's own read time-out ends
     it, as a "timeout" after the tokens that came (NEVER_S ends the wrong behaviour)."""
-    client = LlmClient(server.base_url, KEY, MODEL, timeout=0.4)
+    client = LlmClient(server.base_url, KEY, MODEL, ClientTuning(timeout=0.4))
     try:
         await client.start()
         server.faults.append(Fault("stall", after_tokens=2))

@@ -6,7 +6,7 @@ import importlib.util
 
 import pytest
 
-from app.llm.client import Delta, Done, LlmClient
+from app.llm.client import ClientTuning, Delta, Done, LlmClient
 from app.llm.errors import LlmError
 from app.llm.local_server import INSTALL_HINT, LocalServer
 from app.platform.bundled import find_bundled_model
@@ -30,7 +30,7 @@ async def test_local_server_streams_and_stops() -> None:
     assert command[command.index("--n_threads") + 1] == str(server_threads())  # see app.platform.cores
     assert "Q8_0" in command[command.index("--model") + 1]  # the converted copy (app.platform.bundled)
     try:
-        client = LlmClient(url, server.api_key, server.model, spare_connections=0, timeout=60)
+        client = LlmClient(url, server.api_key, server.model, ClientTuning(spare_connections=0, timeout=60))
         try:
             await client.start()
             assert await client.model_exists()

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from app.llm.client import Delta, Done, LlmClient
+from app.llm.client import ClientTuning, Delta, Done, LlmClient
 from app.llm.errors import LlmError
 from app.llm.hedging import FirstTokenRace
 from devtools.fake_server import FakeServer, Fault, Profile, answer_tokens
@@ -44,7 +44,7 @@ def fast_client(url: str, key: str | None = KEY, **kwargs: Any) -> LlmClient:
     kwargs.setdefault("first_token_timeout", FIRST)
     kwargs.setdefault("stall_timeout", 0.5)
     kwargs.setdefault("rewarm_idle_s", None)
-    return LlmClient(url, key, MODEL, **kwargs)
+    return LlmClient(url, key, MODEL, ClientTuning(**kwargs))
 
 
 async def run(client: LlmClient, question: str, **kwargs: Any) -> tuple[list[Delta], Done]:

@@ -24,7 +24,7 @@ from app.llm.local_server import CHOSEN_N_CTX, LocalServer, llama_cpp_available
 from app.llm.ollama import find_ollama, ollama_root
 from app.platform.bundled import find_bundled_model
 from app.platform.redact import redact
-from app.session.session import Session
+from app.session.session import Session, Sources
 from devtools.fake_ollama import FakeOllama
 from devtools.fake_server import FakeServer, Profile
 from tests.conftest import EventRecorder
@@ -111,7 +111,7 @@ def _replay_with(model: Path, decoder: object, timeout: float) -> tuple[Session,
     """A replayed question answered by the embedded server set to load ``model``."""
     settings = Settings()
     settings.llm.local_model = str(model)
-    session = Session(settings, audio_file=synth("What is a hash map?"), decoder=decoder)  # type: ignore[arg-type]
+    session = Session(settings, sources=Sources(synth("What is a hash map?")), decoder=decoder)  # type: ignore[arg-type]
     events = EventRecorder()
     session.bus.subscribe(events)
     try:
@@ -158,7 +158,7 @@ def test_only_the_bundled_model_gets_the_compact_prompt(tmp_path: Path, decoder:
     for local_model, compact in (("bundled", True), (str(tmp_path / "big.gguf"), False)):
         settings = Settings()
         settings.llm.local_model = local_model
-        session = Session(settings, audio_file=synth("Hello."), decoder=decoder)  # type: ignore[arg-type]
+        session = Session(settings, sources=Sources(synth("Hello.")), decoder=decoder)  # type: ignore[arg-type]
         assert session._prompt("en").compact is compact
         session.shutdown()
 
@@ -390,7 +390,7 @@ def test_the_window_shows_a_bad_model_file_in_a_banner(qtbot: object, tmp_path: 
     bad = _not_gguf(tmp_path)
     settings = Settings()
     settings.llm.local_model = str(bad)
-    session = Session(settings, audio_file=synth("What is a hash map?"), decoder=decoder)  # type: ignore[arg-type]
+    session = Session(settings, sources=Sources(synth("What is a hash map?")), decoder=decoder)  # type: ignore[arg-type]
     window = MainWindow(session, settings, settings_path=tmp_path / "s.toml",
                         hotkey_backend=AcceptingBackend(), state_file=tmp_path / "w.ini")
     qtbot.addWidget(window)  # type: ignore[attr-defined]
@@ -401,7 +401,7 @@ def test_the_window_shows_a_bad_model_file_in_a_banner(qtbot: object, tmp_path: 
         qtbot.waitUntil(lambda: session.state == "failed", timeout=10_000)  # type: ignore[attr-defined]
         # Start is offered again, and nothing is left listening on a half-failed session.
         qtbot.waitUntil(lambda: session.listener is None, timeout=10_000)  # type: ignore[attr-defined]
-        assert not session.listening and window.status.state == "failed"
+        assert not session.active and window.status.state == "failed"
     finally:
         window.close_resources()
         session.shutdown()

@@ -16,7 +16,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from app.llm.client import Delta, Done, LlmClient
+from app.llm.client import ClientTuning, Delta, Done, LlmClient
 from app.llm.errors import LlmError
 from app.llm.local_server import LocalServer
 from app.llm.loopback import is_loopback
@@ -87,7 +87,7 @@ async def _answer(client: LlmClient) -> str:
 async def test_a_loopback_endpoint_is_reached_directly(proxy: RecordingProxy, host: str) -> None:
     with FakeServer(Profile(answer_tokens=3), api_key="sk-local") as server:
         url = server.base_url.replace("127.0.0.1", host)
-        client = LlmClient(url, "sk-local", "fake-model", spare_connections=1)
+        client = LlmClient(url, "sk-local", "fake-model", ClientTuning(spare_connections=1))
         try:
             assert await _answer(client)
         finally:
@@ -97,7 +97,8 @@ async def test_a_loopback_endpoint_is_reached_directly(proxy: RecordingProxy, ho
 
 
 async def test_a_remote_endpoint_still_goes_through_the_proxy(proxy: RecordingProxy) -> None:
-    client = LlmClient("http://llm.invalid/v1", "sk-remote", "fake-model", spare_connections=0, rewarm=False)
+    client = LlmClient("http://llm.invalid/v1", "sk-remote", "fake-model",
+                       ClientTuning(spare_connections=0, rewarm=False))
     try:
         with pytest.raises(LlmError):
             await client.start()
@@ -112,7 +113,8 @@ async def test_prompts_for_the_embedded_server_never_go_through_a_proxy(proxy: R
     server = LocalServer(n_ctx=512)
     url = server.start(timeout=120, warm_model=False)
     try:
-        client = LlmClient(url, server.api_key, server.model, spare_connections=0, timeout=60, rewarm=False)
+        client = LlmClient(url, server.api_key, server.model,
+                           ClientTuning(spare_connections=0, timeout=60, rewarm=False))
         try:
             assert await _answer(client)
         finally:

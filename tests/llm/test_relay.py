@@ -29,7 +29,7 @@ from pathlib import Path
 import pytest
 
 from app.frontends.doctor import DoctorOptions, Target, check_buffering
-from app.llm.client import Delta, LlmClient
+from app.llm.client import ClientTuning, Delta, LlmClient
 from devtools.fake_server import FakeServer, Profile
 from tests.patience import NEVER_S
 
@@ -185,8 +185,9 @@ async def stream_in_lockstep(tmp: Path, *, buffering: bool, patience: float = NE
     received: list[tuple[int, str]] = []
     try:
         with nginx(port, tmp, buffering=buffering) as url:
-            client = LlmClient(url, KEY, MODEL, rewarm=False, spare_connections=0,
-                               first_token_timeout=3 * NEVER_S, stall_timeout=3 * NEVER_S)
+            client = LlmClient(url, KEY, MODEL,
+                               ClientTuning(rewarm=False, spare_connections=0,
+                                            first_token_timeout=3 * NEVER_S, stall_timeout=3 * NEVER_S))
             try:
                 messages = [{"role": "user", "content": "Count for me."}]
                 async with contextlib.aclosing(client.stream_chat(messages, max_tokens=64,

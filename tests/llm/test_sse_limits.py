@@ -22,11 +22,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from openai._streaming import _SSELineDecoder
 
-from app.answer.engine import AnswerEngine
+from app.answer.engine import AnswerEngine, AnswerTarget
 from app.core.clock import SessionClock
 from app.core.config import Settings
 from app.core.events import AnswerDoneEvent, ErrorEvent, EventBus, FinalEvent
-from app.llm.client import Delta, LlmClient
+from app.llm.client import ClientTuning, Delta, LlmClient
 from app.llm.errors import LlmError
 from app.llm.limits import MAX_SSE_EVENT_BYTES, EventSizeGuard, StreamTooLarge, answer_cap
 from app.prompt.builder import PromptBuilder
@@ -48,7 +48,7 @@ def server() -> Iterator[FakeServer]:
 
 async def _read(url: str, *, max_tokens: int = MAX_TOKENS) -> tuple[str, LlmError | None]:
     """The text the client yielded, and the error that ended it (None: it finished)."""
-    client = LlmClient(url, KEY, MODEL, rewarm_idle_s=None, first_token_timeout=10.0)
+    client = LlmClient(url, KEY, MODEL, ClientTuning(rewarm_idle_s=None, first_token_timeout=10.0))
     text: list[str] = []
     try:
         stream = client.stream_chat([{"role": "user", "content": "Tell me everything."}],
@@ -100,8 +100,9 @@ def test_the_engine_reports_the_cut_and_keeps_the_answer(server: FakeServer) -> 
     bus.subscribe(rec)
     base_url = server.start()
     settings = Settings()
-    engine = AnswerEngine(settings, bus, SessionClock(), PromptBuilder(None, None, None),
-                          lambda: LlmClient(base_url, KEY, MODEL), model=MODEL, session_id="test")
+    prompt = PromptBuilder(None, None, None)
+    engine = AnswerEngine(settings, bus, SessionClock(), lambda language: prompt,
+                          lambda: LlmClient(base_url, KEY, MODEL), target=AnswerTarget(MODEL, "test"))
     bus.subscribe(engine.on_event)
     engine.start()
     try:

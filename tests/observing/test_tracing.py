@@ -15,7 +15,7 @@ pytest.importorskip("opentelemetry.sdk")
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from app.answer.engine import AnswerEngine
+from app.answer.engine import AnswerEngine, AnswerTarget
 from app.core.clock import SessionClock
 from app.core.config import Settings
 from app.core.events import (
@@ -35,7 +35,7 @@ from app.core.events import (
     VadEvent,
 )
 from app.llm.client import LlmClient
-from app.observing.tracing import TracingUnavailable, TurnTracer, format_waterfall, maybe_tracer
+from app.observing.tracing import Traced, TracingUnavailable, TurnTracer, format_waterfall, maybe_tracer
 from app.prompt.builder import PromptBuilder
 from devtools.fake_server import FakeServer, Profile
 
@@ -72,8 +72,8 @@ def turn_events(turn: int = 1, t0: float = 0.0) -> list[Event]:
 
 def make_tracer(**kwargs: object) -> tuple[TurnTracer, InMemorySpanExporter]:
     exporter = InMemorySpanExporter()
-    tracer = TurnTracer(exporter, model="gpt-4o-mini", base_url="https://relay.example.com/v1",
-                        epoch_origin_ns=ORIGIN, **kwargs)  # type: ignore[arg-type]
+    about = Traced(model="gpt-4o-mini", base_url="https://relay.example.com/v1")
+    tracer = TurnTracer(exporter, about=about, epoch_origin_ns=ORIGIN, **kwargs)  # type: ignore[arg-type]
     return tracer, exporter
 
 
@@ -194,7 +194,7 @@ def test_unanswered_turns_are_flushed_and_capped() -> None:
 
 def test_console_exporter_prints_a_waterfall() -> None:
     out = io.StringIO()
-    tracer = TurnTracer("console", stream=out, model="gpt-4o-mini", epoch_origin_ns=ORIGIN)
+    tracer = TurnTracer("console", stream=out, about=Traced(model="gpt-4o-mini"), epoch_origin_ns=ORIGIN)
     for event in turn_events():
         tracer(event)
     tracer.shutdown()
@@ -225,12 +225,13 @@ def test_real_engine_turns_against_the_fake_server() -> None:
     exporter = InMemorySpanExporter()
     done = threading.Event()
     with FakeServer(Profile(ttft=0.03, tokens_per_s=400, answer_tokens=8), api_key="k") as server:
-        tracer = TurnTracer(exporter, clock=clock, model="gpt-4o-mini", base_url=server.base_url)
+        tracer = TurnTracer(exporter, clock=clock, about=Traced("gpt-4o-mini", server.base_url))
         bus.subscribe(tracer)
         bus.subscribe(lambda e: done.set() if isinstance(e, AnswerDoneEvent) and e.turn == 2 else None)
-        engine = AnswerEngine(settings, bus, clock, PromptBuilder(None, None, None),
+        prompt = PromptBuilder(None, None, None)
+        engine = AnswerEngine(settings, bus, clock, lambda language: prompt,
                               lambda: LlmClient(server.base_url, "k", "gpt-4o-mini"),
-                              model="gpt-4o-mini", session_id="s1")
+                              target=AnswerTarget("gpt-4o-mini", "s1"))
         bus.subscribe(engine.on_event)
         engine.start()
         try:

@@ -15,7 +15,7 @@ from app.asr.decoder import WhisperDecoder
 from app.core.config import Settings
 from app.core.events import SessionStateEvent
 from app.platform.app_nap import ListeningActivity
-from app.session.session import Session
+from app.session.session import Session, SessionOptions, Sources
 from tests.conftest import EventRecorder
 
 USER_INITIATED = 0x00FFFFFF  # NSActivityUserInitiated, NSProcessInfo.h
@@ -143,8 +143,8 @@ def _states(seen: EventRecorder) -> list[str]:
 def test_a_session_holds_it_while_listening_and_ends_it_on_stop_and_at_shutdown(
         decoder: WhisperDecoder, tmp_path: Path) -> None:
     info = FakeProcessInfo()
-    session = Session(Settings(), audio_file=_quiet_wav(tmp_path / "room.wav", 60.0), decoder=decoder,
-                      answers=False, app_nap=_on_mac(info))
+    session = Session(Settings(), sources=Sources(_quiet_wav(tmp_path / "room.wav", 60.0)),
+                      options=SessionOptions(answers=False), decoder=decoder, app_nap=_on_mac(info))
     seen = EventRecorder()
     session.bus.subscribe(seen)
     try:
@@ -164,8 +164,8 @@ def test_a_session_holds_it_while_listening_and_ends_it_on_stop_and_at_shutdown(
 
 def test_a_session_whose_start_fails_ends_it(decoder: WhisperDecoder, tmp_path: Path) -> None:
     info = FakeProcessInfo()
-    session = Session(Settings(), audio_file=tmp_path / "missing.wav", decoder=decoder, answers=False,
-                      app_nap=_on_mac(info))
+    session = Session(Settings(), sources=Sources(tmp_path / "missing.wav"),
+                      options=SessionOptions(answers=False), decoder=decoder, app_nap=_on_mac(info))
     try:
         session.start()
         assert session.wait(30.0) == "failed"

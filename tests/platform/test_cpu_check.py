@@ -21,7 +21,7 @@ from app.llm.endpoint import LlmEndpoint
 from app.llm.errors import LlmError
 from app.llm.local_server import LocalServer
 from app.platform import bundled
-from app.session.session import Session
+from app.session.session import Session, Sources
 from app.turns.words import WordsScorer, WordsUnavailable
 from devtools.fake_server import FakeServer, Profile
 
@@ -179,7 +179,7 @@ def test_on_an_old_cpu_captions_and_a_remote_llm_keep_working(decoder: WhisperDe
             done.set()
 
     with FakeServer(Profile(answer_tokens=3), api_key="sk-good") as server:
-        session = Session(Settings(), audio_file=DEMO, speed=4.0, decoder=decoder,
+        session = Session(Settings(), sources=Sources(DEMO, speed=4.0), decoder=decoder,
                           llm=LlmEndpoint(server.start(), "sk-good", "gpt-4o-mini", local=False))
         session.bus.subscribe(seen)
         try:

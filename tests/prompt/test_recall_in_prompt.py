@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from app.answer.engine import AnswerEngine
+from app.answer.engine import AnswerEngine, AnswerTarget
 from app.core.clock import SessionClock
 from app.core.config import Settings
 from app.core.events import AnswerDoneEvent, EventBus, FinalEvent, RecallEvent, RequestEvent, SpeculateEvent
@@ -36,9 +36,10 @@ def _engine(server: FakeServer, *, compact: bool) -> tuple[AnswerEngine, Recorde
     bus, rec = EventBus(), Recorder()
     bus.subscribe(rec)
     url = server.start()
-    engine = AnswerEngine(Settings(), bus, SessionClock(), PromptBuilder(None, RESUME, None, compact=compact),
-                          lambda: LlmClient(url, "sk-test", "gpt-4o-mini"), model="gpt-4o-mini",
-                          session_id="t")
+    prompt = PromptBuilder(None, RESUME, None, compact=compact)
+    engine = AnswerEngine(Settings(), bus, SessionClock(), lambda language: prompt,
+                          lambda: LlmClient(url, "sk-test", "gpt-4o-mini"),
+                          target=AnswerTarget("gpt-4o-mini", "t"))
     bus.subscribe(engine.on_event)
     engine.start()
     assert engine.warmed.wait(NEVER_S)

@@ -24,7 +24,7 @@ from app.core.config import PromptConfig, Settings
 from app.core.events import AnswerDoneEvent, ErrorEvent, EventBus, SessionStateEvent
 from app.llm.endpoint import LlmEndpoint
 from app.session.candidate_documents import CandidateDocuments
-from app.session.session import Session
+from app.session.session import Session, Sources
 from devtools.fake_server import FakeServer, Profile
 from tests.conftest import EventRecorder
 from tests.speech import synth
@@ -137,8 +137,8 @@ def server() -> Any:
 
 
 def _replay(settings: Settings, decoder: WhisperDecoder, server: FakeServer) -> EventRecorder:
-    session = Session(settings, audio_file=synth("What did you use Kafka for?"), speed=2.0, decoder=decoder,
-                      llm=LlmEndpoint(server.start(), "sk-good", "gpt-4o-mini", local=False))
+    session = Session(settings, sources=Sources(synth("What did you use Kafka for?"), speed=2.0),
+                      decoder=decoder, llm=LlmEndpoint(server.start(), "sk-good", "gpt-4o-mini", local=False))
     seen = EventRecorder()
     session.bus.subscribe(seen)
     try:

@@ -9,7 +9,7 @@ from app.asr.decoder import WhisperDecoder
 from app.core.config import PromptConfig, Settings
 from app.core.events import AnswerDoneEvent, ErrorEvent, RecallEvent, SessionStateEvent
 from app.llm.endpoint import LlmEndpoint
-from app.session.session import Session
+from app.session.session import Session, Sources
 from devtools.fake_server import FakeServer, Profile
 from tests.conftest import EventRecorder as Seen
 from tests.speech import synth
@@ -24,7 +24,7 @@ def test_an_unreadable_resume_is_named_and_the_session_goes_on(decoder: WhisperD
                    encoding="utf-8")
     settings = Settings(prompt=PromptConfig(resume_file=str(resume), job_description_file=str(job)))
     with FakeServer(Profile(ttft=0.02, tokens_per_s=200, answer_tokens=8), api_key="sk-good") as server:
-        session = Session(settings, audio_file=synth("What did you use Kafka for?"), speed=2.0,
+        session = Session(settings, sources=Sources(synth("What did you use Kafka for?"), speed=2.0),
                           decoder=decoder,
                           llm=LlmEndpoint(server.start(), "sk-good", "gpt-4o-mini", local=False))
         seen = Seen()

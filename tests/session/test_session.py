@@ -29,7 +29,7 @@ from app.core.events import (
 from app.llm.endpoint import LlmEndpoint
 from app.llm.local_server import llama_cpp_available
 from app.observing.session_files import SessionLog
-from app.session.session import Session
+from app.session.session import Session, SessionOptions, Sources
 from devtools.bench.device_loss import DEVICE, lose_device
 from devtools.fake_server import FakeServer, Profile
 from devtools.load import busy_processes
@@ -41,14 +41,15 @@ QUESTION = "Why are you interested in this role?"
 
 
 def test_stop_then_start_keeps_turn_ids_unique(decoder: WhisperDecoder) -> None:
-    session = Session(Settings(), audio_file=synth(QUESTION), speed=2.0, decoder=decoder, answers=False)
+    session = Session(Settings(), sources=Sources(synth(QUESTION), speed=2.0),
+                      options=SessionOptions(answers=False), decoder=decoder)
     seen = EventRecorder()
     session.bus.subscribe(seen)
     try:
         session.start()
         seen.wait(FinalEvent, 1)
         session.stop()
-        assert session.wait(WEDGED_S) == "idle" and not session.listening
+        assert session.wait(WEDGED_S) == "idle" and not session.active
         session.start()  # the same file again: a new question for the session
         seen.wait(FinalEvent, 2)
     finally:
@@ -87,7 +88,8 @@ def test_calls_return_at_once_and_run_in_order_on_the_session_thread(decoder: Wh
     """Every call a front end makes returns while the session thread is busy (here held
     inside its start); they run afterwards, in the order made; a start-up stopped before
     it was listening hands over nothing."""
-    session = Session(Settings(), audio_file=synth(QUESTION), decoder=decoder, answers=False)
+    session = Session(Settings(), sources=Sources(synth(QUESTION)), options=SessionOptions(answers=False),
+                      decoder=decoder)
     gate = _Gate()
     session.bus.subscribe(gate)
     try:
@@ -112,7 +114,8 @@ def test_calls_return_at_once_and_run_in_order_on_the_session_thread(decoder: Wh
 def test_stop_start_stop_and_shutdown_saves_every_event(decoder: WhisperDecoder, tmp_path: Path) -> None:
     """Stop, Start and Stop again each run to the end; when shutdown returns, the session
     thread is over and every event it made is in the session log on disk."""
-    session = Session(Settings(), audio_file=synth(QUESTION, tail_s=30.0), decoder=decoder, answers=False)
+    session = Session(Settings(), sources=Sources(synth(QUESTION, tail_s=30.0)),
+                      options=SessionOptions(answers=False), decoder=decoder)
     seen = EventRecorder()
     session.bus.subscribe(seen)
     log = SessionLog(tmp_path / "session.jsonl")
@@ -143,7 +146,7 @@ def test_a_local_replay_started_again_keeps_its_answer_engine(decoder: WhisperDe
     """A replay with a local LLM brings its answer engine up before it plays: Start after
     Stop must reuse it, or the first one would answer every question a second time."""
     with FakeServer(Profile(answer_tokens=3), api_key="sk-good") as server:
-        session = Session(Settings(), audio_file=synth(QUESTION), speed=2.0, decoder=decoder,
+        session = Session(Settings(), sources=Sources(synth(QUESTION), speed=2.0), decoder=decoder,
                           llm=LlmEndpoint(server.start(), "sk-good", "gpt-4o-mini", local=True))
         seen = EventRecorder()
         session.bus.subscribe(seen)
@@ -175,7 +178,7 @@ def _pid_alive(pid: int) -> bool:
 def test_quitting_during_start_up_cancels_it_and_leaves_no_server(decoder: WhisperDecoder) -> None:
     """Quitting while the embedded server loads does not wait for it to be ready: the
     start-up thread has ended and the server process is gone when shutdown returns."""
-    session = Session(Settings(), audio_file=synth(QUESTION), decoder=decoder)  # no key: embedded LLM
+    session = Session(Settings(), sources=Sources(synth(QUESTION)), decoder=decoder)  # no key: embedded LLM
     session.start()
     deadline = time.monotonic() + 20
     while time.monotonic() < deadline:
@@ -295,7 +298,7 @@ def test_a_replay_with_a_local_llm_plays_once_answers_are_ready(decoder: Whisper
     # Both warm-ups outlast the 0.5 s lead-in: the connection check takes 1.5 s (remote), and
     # the embedded LLM's prompt priming 2 s more.
     with FakeServer(Profile(connect_delay=1.5, ttft=2.0, answer_tokens=3), api_key="sk-good") as server:
-        session = Session(Settings(), audio_file=synth(QUESTION), decoder=decoder,
+        session = Session(Settings(), sources=Sources(synth(QUESTION)), decoder=decoder,
                           llm=LlmEndpoint(server.start(), "sk-good", "gpt-4o-mini", local=local))
 
         def first_sound(event: Event) -> None:

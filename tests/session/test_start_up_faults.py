@@ -20,7 +20,7 @@ from app.audio import portaudio_missing
 from app.core.config import Settings
 from app.core.events import ErrorEvent, Event
 from app.session import start_up
-from app.session.session import Session
+from app.session.session import Session, SessionOptions
 from tests.frontends.test_cli_faults import env_for
 from tests.patience import NEVER_S
 
@@ -91,7 +91,7 @@ def test_a_step_that_raises_fails_the_session_at_once_with_its_first_line(
         raise ValueError("no such thing\n  (details a user need not read)")
 
     monkeypatch.setattr(start_up, "source_from_config", broken)
-    session = Session(Settings(), decoder=decoder, answers=False)
+    session = Session(Settings(), options=SessionOptions(answers=False), decoder=decoder)
     errors: list[str] = []
     session.bus.subscribe(lambda e: errors.append(e.message) if isinstance(e, ErrorEvent) else None)
     seen: list[Event] = []

@@ -13,7 +13,7 @@ import pytest
 from pytestqt.qtbot import QtBot
 
 from app.core.config import PROVIDER_PRESETS, Settings, load_settings
-from app.llm.client import LlmClient
+from app.llm.client import ClientTuning, LlmClient
 from app.llm.endpoint import resolve_llm_endpoint
 from app.platform import secrets
 from app.ui.settings import SettingsDialog
@@ -148,7 +148,7 @@ def test_the_client_sends_the_credentials_kept_for_its_host() -> None:
         settings.llm.base_url = base_url
         endpoint = resolve_llm_endpoint(settings)
         assert endpoint is not None
-        client = LlmClient(endpoint.base_url, endpoint.api_key, endpoint.model, rewarm=False)
+        client = LlmClient(endpoint.base_url, endpoint.api_key, endpoint.model, ClientTuning(rewarm=False))
 
         async def models() -> list[str]:
             try:

@@ -221,7 +221,7 @@ def test_the_window_listens_again_once_a_lost_microphone_is_back(
 
         def listening() -> bool:
             """the window listening to the microphone"""
-            return window.controller.listening and bool(after(LevelEvent, 0))
+            return window.controller.active and bool(after(LevelEvent, 0))
         yield listening
 
         mic.plugged = False
@@ -241,7 +241,7 @@ def test_the_window_listens_again_once_a_lost_microphone_is_back(
             return mic.opens >= 2 and bool(after(LevelEvent, replugged_at))
         yield reopened
         facts["states"] = [e.state for e in seen.of(SessionStateEvent)]
-        facts["listening"] = window.controller.listening
+        facts["listening"] = window.controller.active
         facts["button"] = window.start_button.text()
         facts["status"] = window.status.state
         back_at = len(seen.events)

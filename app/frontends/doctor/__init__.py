@@ -6,15 +6,7 @@ report is a loopback device that records digital silence.  Each check here measu
 of those hops on the user's own machine and endpoint and says pass/warn/fail with the
 fix, so a bug report can start from ``doctor --json`` instead of guesses.
 
-One module per check, each a function returning a :class:`~app.frontends.checks.CheckResult`
-and a ``CHECK`` in the one shape of :mod:`.check`: ``audio_devices``, ``input_level``,
-``asr``; against the LLM endpoint (found or started by :mod:`.target`, its client and
-failures in :mod:`.llm_common`): ``endpoint``, ``request_timing``, ``http_versions``,
-``buffering``, ``prompt_cache``, and ``model_in_use`` from their figures.  :mod:`.runner`
-lists them in order and only composes them; :mod:`.report` writes the result, :mod:`.command`
-is the command line.  None may hang: the LLM client runs with short connect/read time-outs
-and every LLM check has an overall deadline, so a black-holed endpoint costs seconds, not
-minutes.
+Design notes: decision 0039.
 """
 
 from app.frontends.checks import CheckResult

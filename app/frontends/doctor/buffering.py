@@ -12,6 +12,7 @@ from app.frontends.doctor.llm_common import FIX_BY_KIND, RELAY_RECIPE, llm_failu
 from app.frontends.doctor.options import DoctorOptions
 from app.frontends.doctor.target import Target
 from app.llm.errors import LlmError
+from app.platform.redact import redact
 
 NAME = "stream buffering"
 BURST_GAP_S = 0.002
@@ -104,8 +105,8 @@ async def measure_arrivals(target: Target, opts: DoctorOptions, max_tokens: int 
             if response.status_code >= 400:
                 text = (await response.aread()).decode("utf-8", "replace")[:200]
                 raise LlmError("bad_request" if response.status_code < 500 else "server",
-                               f"streaming request failed ({response.status_code}): {text}",
-                               status=response.status_code, secrets=(target.api_key,))
+                               redact(f"streaming request failed ({response.status_code}): {text}",
+                                      target.api_key), status=response.status_code)
             async for chunk in response.aiter_bytes():
                 arrivals.append(Arrival(time.perf_counter() - started, len(chunk), chunk.count(b"data:")))
     return arrivals

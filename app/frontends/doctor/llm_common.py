@@ -8,7 +8,7 @@ from typing import Any
 from app.frontends.checks import CheckResult
 from app.frontends.doctor.options import DoctorOptions
 from app.frontends.doctor.target import Target
-from app.llm.client import Done, LlmClient, RequestTiming
+from app.llm.client import ClientTuning, Done, LlmClient, RequestTiming
 from app.llm.errors import LlmError
 from app.platform.secrets import key_hint
 
@@ -30,9 +30,10 @@ FIX_BY_KIND = {
 def client_for(target: Target, opts: DoctorOptions, *, http2: bool = False) -> LlmClient:
     # The first-token deadline is the read time-out: a hedged second request would blur
     # the timings this command exists to measure.
-    return LlmClient(target.base_url, target.api_key, target.model, http2=http2,
-                     connect_timeout=opts.connect_timeout_s, timeout=opts.timeout_s,
-                     first_token_timeout=opts.timeout_s, rewarm_idle_s=None, spare_connections=0)
+    return LlmClient(target.base_url, target.api_key, target.model,
+                     ClientTuning(http2=http2, connect_timeout=opts.connect_timeout_s, timeout=opts.timeout_s,
+                                  first_token_timeout=opts.timeout_s, rewarm_idle_s=None,
+                                  spare_connections=0))
 
 
 def llm_failure(name: str, exc: LlmError, data: dict[str, Any] | None = None) -> CheckResult:

@@ -10,17 +10,7 @@ One interface, :class:`GlobalBackend`, one module per OS behind it, and the fact
 * ``x11``: pynput (XRecord) on its own thread.  Wayland offers no global hotkey API to
   ordinary clients, so there (and without a display) :class:`NullBackend` says why.
 
-:class:`HotkeyManager` always installs in-window ``QShortcut``\\ s as well, so every action
-keeps working while the window has focus even when the OS refuses a combination (another
-app owns it).  Where both fire for one key press (pynput only observes, it does not
-grab), the second trigger within :data:`DEDUP_S` is dropped.  What a hotkey *is*
-(parsing, display) lives in :mod:`app.ui.hotkeys.keys`.
-
-A setting never stops the window: an unparsable one falls back to its default, a key
-the back-end has no code for (Insert or F21 on macOS) is left unregistered, and a
-combination that types characters (Ctrl+Alt+A is AltGr+A on Windows) is registered as
-the user chose but warned about; each is one sentence in ``problems`` naming the
-setting, and the other hotkeys register as usual.
+Design notes: decision 0039.
 """
 
 from __future__ import annotations

@@ -1,23 +1,6 @@
 """Windows: ``RegisterHotKey`` on a message-only window owned by a thread of our own.
 
-Why not thread messages on the GUI thread (``RegisterHotKey(NULL, ...)`` and a Qt native
-event filter, what shipped first): while the user drags the window, resizes it or has
-a menu open, Windows runs a modal loop inside ``DefWindowProc``/``TrackPopupMenu`` that
-dispatches *window* messages only; a thread message (``hwnd`` NULL) has no window to be
-dispatched to and is dropped, so the hotkey did nothing exactly when the user was
-moving the window out of the way.  Here a daemon thread (``hotkeys-win32``) creates a
-hidden message-only window (parent ``HWND_MESSAGE``: never shown, never in Alt+Tab, no
-broadcasts) with its own window procedure, registers the hotkeys *for that window*
-(``RegisterHotKey`` must be called by the thread that owns the window) and pumps its own
-``GetMessageW`` loop, which no modal loop on the GUI thread can interrupt.  Callbacks run
-on that thread (:class:`~app.ui.hotkeys.GlobalBackend` allows any thread; the manager
-re-emits them as a queued Qt signal).
-
-``register``/``unregister_all`` are called from the GUI thread: they hand the work to the
-hotkey thread (a queue plus a posted ``WM_APP`` message) and wait for its answer, so
-``_ids`` has one owner.  The libraries come in through the constructor so that
-``tests/ui/test_hotkeys_platform.py`` drives all of this on Linux with a fake user32.
-Importable on every OS (the DLLs are loaded only when the back-end is built).
+Design notes: decision 0039.
 """
 
 from __future__ import annotations
