@@ -38,6 +38,7 @@ from app.llm.hedging import FirstTokenRace, Opened
 from app.llm.limits import AnswerText, GuardedOpenAI
 from app.llm.loopback import trust_env
 from app.llm.replies import chunk_choices
+from app.llm.routed import Route, RoutedTransport
 from app.llm.timing import Recorder, RequestTiming, inject_trace
 from app.llm.warming import Warmer
 from app.llm.wording import Wording
@@ -90,6 +91,7 @@ class LlmClient:
         rate_limit_max_wait: float = 5.0,
         send_cache_key: bool = True,
         send_include_usage: bool = True,
+        route: Route | None = None,
         clock: Callable[[], float] = time.perf_counter,
     ) -> None:
         self.base_url = base_url.rstrip("/")
@@ -106,6 +108,8 @@ class LlmClient:
         self._stall_timeout = stall_timeout
         self._http2 = http2
         self._keepalive_expiry = keepalive_expiry
+        self._route = route
+        """The embedded server's: asked where each request may go (:mod:`app.llm.routed`)."""
         self._clock = clock
         self._loop: asyncio.AbstractEventLoop | None = None
         self._closed = False
@@ -139,14 +143,20 @@ class LlmClient:
         return self._race.hedge_sdks
 
     def _make_sdk(self, *, max_connections: int) -> openai.AsyncOpenAI:
+        limits = httpx2.Limits(
+            max_keepalive_connections=min(20, max_connections),
+            max_connections=max_connections,
+            keepalive_expiry=self._keepalive_expiry,
+        )
+        routed: dict[str, Any] = {}
+        if self._route is not None:  # the embedded server: each request asks where its child is
+            inner = httpx2.AsyncHTTPTransport(http1=True, http2=self._http2, limits=limits, trust_env=False)
+            routed["transport"] = RoutedTransport(inner, self._route)
         http = httpx2.AsyncClient(
             http1=True,
             http2=self._http2,
-            limits=httpx2.Limits(
-                max_keepalive_connections=min(20, max_connections),
-                max_connections=max_connections,
-                keepalive_expiry=self._keepalive_expiry,
-            ),
+            limits=limits,
+            **routed,
             timeout=httpx2.Timeout(self._timeout, connect=self._connect_timeout),
             event_hooks={"request": [inject_trace]},
             # A loopback endpoint is reached directly, never through HTTP(S)_PROXY (app.llm.loopback).
