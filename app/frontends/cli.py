@@ -29,6 +29,7 @@ from typing import IO, TYPE_CHECKING, NoReturn
 
 from app import __version__
 from app.core.config import ConfigProblem, Settings, load_settings
+from app.frontends.key_flags import KeyFlagError, add_key_flags, key_from_flags
 
 if TYPE_CHECKING:
     from app.observing.tracing import TurnTracer
@@ -101,6 +102,11 @@ def _command(argv: list[str]) -> int:
     from app.platform.cores import limit_numpy_threads
     from app.platform.priority import raise_process
 
+    try:
+        args.api_key = key_from_flags(args)
+    except KeyFlagError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_CONFIG
     limit_numpy_threads()
     raise_process()  # ahead of a video call on the same cores (Windows; see the module)
     if getattr(args, "trace_text", False):
@@ -437,7 +443,7 @@ def _speed(text: str) -> float:
 
 def _add_llm_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--base-url", help="OpenAI-compatible endpoint (env OPENAI_BASE_URL)")
-    p.add_argument("--api-key", help="API key for this run (env OPENAI_API_KEY; else the keychain)")
+    add_key_flags(p)
     p.add_argument("--model", help="model name (env COPILOT_MODEL)")
     p.add_argument("--low-latency", dest="low_latency", action="store_true", default=None,
                    help="speculative requests on (default from settings)")
@@ -477,7 +483,7 @@ def _parser() -> argparse.ArgumentParser:
         b.add_argument("--limit", type=int, help="only the first N clips")
         if name == "turns":
             b.add_argument("--base-url", help="benchmark against this endpoint instead of the test server")
-            b.add_argument("--api-key")
+            add_key_flags(b, "else the test server's")
             b.add_argument("--model")
             b.add_argument("--profile", default="relay", help="test server profile (relay, instant, local)")
             b.add_argument("--modes", default="naive,user-fixes,rules,product",
