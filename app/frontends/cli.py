@@ -67,11 +67,17 @@ def main(argv: list[str] | None = None) -> int:
     """Run one command.  Before any command (``doctor`` and ``self-test`` included), what
     reaches the terminal is made safe (:mod:`app.frontends.console`: secrets masked, control
     characters stripped) and log records are redacted."""
-    from app.frontends.console import terminal_output
+    from app.frontends.console import install_excepthooks, terminal_output, unexpected
 
+    install_excepthooks()  # an exception that escapes even this, or a thread's, is said safely too
     with terminal_output():
         _install_redaction()
-        return _command(sys.argv[1:] if argv is None else argv)
+        try:
+            return _command(sys.argv[1:] if argv is None else argv)
+        except Exception as exc:  # a defect: one redacted line; the traceback to the debug log
+            logging.getLogger(__name__).debug("the command failed", exc_info=exc)
+            print(f"error: {unexpected(exc)}", file=sys.stderr)
+            return EXIT_FAILED
 
 
 def _install_redaction() -> None:
