@@ -34,7 +34,7 @@ from urllib.parse import urlsplit
 import keyring
 import keyring.errors
 
-from app.llm.loopback import is_loopback
+from app.platform.loopback import is_loopback
 from app.platform.redact import redact, register_secret
 
 SERVICE = "interview-copilot"

@@ -237,7 +237,8 @@ def test_the_self_test_prints_through_the_redaction(monkeypatch: pytest.MonkeyPa
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("path_token", [PATH_TOKEN, "Zq3xK9mPa2Lr7Tb"], ids=["19 characters", "15 characters"])
+@pytest.mark.parametrize("path_token", [PATH_TOKEN, "Zq3xK9mPa2Lr7Tb"],
+                         ids=["19 characters", "15 characters"])
 def test_a_path_token_and_a_quoted_key_reach_no_output_and_no_file(tmp_path: Path, path_token: str) -> None:
     """The model echoes the key (with a quote and a backslash) and the relay's path token:
     the terminal, the session file and ``--events`` (JSON lines) hold neither, in any form
