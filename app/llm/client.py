@@ -31,6 +31,7 @@ import openai
 from openai.types.chat import ChatCompletionChunk
 
 from app.core.events import Usage
+from app.llm import body_cap
 from app.llm.chat import ChatRequest, Delta, Done, Message, StreamItem, Truncated, estimate_usage, usage_of
 from app.llm.errors import LlmError
 from app.llm.fields import OptionalFields
@@ -158,7 +159,7 @@ class LlmClient:
             limits=limits,
             **routed,
             timeout=httpx2.Timeout(self._timeout, connect=self._connect_timeout),
-            event_hooks={"request": [inject_trace]},
+            event_hooks={"request": [inject_trace], "response": [body_cap.async_hook]},  # app.llm.body_cap
             # A loopback endpoint is reached directly, never through HTTP(S)_PROXY (app.llm.loopback).
             trust_env=trust_env(self.base_url),
         )

@@ -42,6 +42,7 @@ from typing import IO, Self
 import httpx2
 
 from app.core.private import DIR_MODE, private_fd
+from app.llm.body_cap import sync_hook
 from app.llm.bundle_server import LISTEN_FD, llama_server_command
 from app.llm.child_env import server_environment
 from app.llm.child_guard import spawn
@@ -224,7 +225,8 @@ class LocalServer:
         """Until the server proves it is our child (:func:`app.llm.server_identity.prove`):
         whatever else answers on the port is never sent the credential or a prompt."""
         deadline = time.monotonic() + timeout
-        with httpx2.Client(timeout=httpx2.Timeout(2.0), trust_env=False) as http:
+        with httpx2.Client(timeout=httpx2.Timeout(2.0), trust_env=False,
+                           event_hooks={"response": [sync_hook]}) as http:
             while True:
                 if self._stopped:  # stop() was called meanwhile (the app is quitting)
                     self.stop()
@@ -287,7 +289,8 @@ class LocalServer:
     def _warm_model(self) -> None:
         """One 1-token completion: the first evaluation after loading is ~10x slower
         (buffers allocated, weights paged in), and that should not be the first answer."""
-        with contextlib.suppress(httpx2.HTTPError), httpx2.Client(trust_env=False) as http:
+        with contextlib.suppress(httpx2.HTTPError, LlmError), \
+                httpx2.Client(trust_env=False, event_hooks={"response": [sync_hook]}) as http:
             http.post(
                 f"{self.base_url}/chat/completions",
                 headers=self.auth_headers,

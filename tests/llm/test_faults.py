@@ -390,7 +390,8 @@ async def test_401_hint_names_only_key_sources_read_for_this_host(
     try:
         with pytest.raises(LlmError) as info:
             await client.start()
-        assert "OPENAI_API_KEY" in info.value.message  # read for the OPENAI_BASE_URL host
+        # OPENAI_BASE_URL names it, but a server on this machine never gets OPENAI_API_KEY (issue 54)
+        assert "OPENAI_API_KEY" not in info.value.message
     finally:
         await client.aclose()
 
