@@ -29,6 +29,7 @@ from typing import IO, TYPE_CHECKING, NoReturn
 
 from app import __version__
 from app.core.config import ConfigProblem, Settings, load_settings
+from app.frontends.key_flags import KeyFlagError, add_key_flags, key_from_flags
 
 if TYPE_CHECKING:
     from app.observing.tracing import TurnTracer
@@ -66,11 +67,17 @@ def main(argv: list[str] | None = None) -> int:
     """Run one command.  Before any command (``doctor`` and ``self-test`` included), what
     reaches the terminal is made safe (:mod:`app.frontends.console`: secrets masked, control
     characters stripped) and log records are redacted."""
-    from app.frontends.console import terminal_output
+    from app.frontends.console import install_excepthooks, terminal_output, unexpected
 
+    install_excepthooks()  # an exception that escapes even this, or a thread's, is said safely too
     with terminal_output():
         _install_redaction()
-        return _command(sys.argv[1:] if argv is None else argv)
+        try:
+            return _command(sys.argv[1:] if argv is None else argv)
+        except Exception as exc:  # a defect: one redacted line; the traceback to the debug log
+            logging.getLogger(__name__).debug("the command failed", exc_info=exc)
+            print(f"error: {unexpected(exc)}", file=sys.stderr)
+            return EXIT_FAILED
 
 
 def _install_redaction() -> None:
@@ -101,6 +108,11 @@ def _command(argv: list[str]) -> int:
     from app.platform.cores import limit_numpy_threads
     from app.platform.priority import raise_process
 
+    try:
+        args.api_key = key_from_flags(args)
+    except KeyFlagError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_CONFIG
     limit_numpy_threads()
     raise_process()  # ahead of a video call on the same cores (Windows; see the module)
     if getattr(args, "trace_text", False):
@@ -436,7 +448,7 @@ def _speed(text: str) -> float:
 
 def _add_llm_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--base-url", help="OpenAI-compatible endpoint (env OPENAI_BASE_URL)")
-    p.add_argument("--api-key", help="API key for this run (env OPENAI_API_KEY; else the keychain)")
+    add_key_flags(p)
     p.add_argument("--model", help="model name (env COPILOT_MODEL)")
     p.add_argument("--low-latency", dest="low_latency", action="store_true", default=None,
                    help="speculative requests on (default from settings)")
@@ -476,7 +488,7 @@ def _parser() -> argparse.ArgumentParser:
         b.add_argument("--limit", type=int, help="only the first N clips")
         if name == "turns":
             b.add_argument("--base-url", help="benchmark against this endpoint instead of the test server")
-            b.add_argument("--api-key")
+            add_key_flags(b, "else the test server's")
             b.add_argument("--model")
             b.add_argument("--profile", default="relay", help="test server profile (relay, instant, local)")
             b.add_argument("--modes", default="naive,user-fixes,rules,product",

@@ -13,23 +13,23 @@ through :meth:`TerminalStream.write_control`. Design notes: decision 0039.
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import sys
+import threading
 from collections.abc import Iterable, Iterator
+from types import TracebackType
 from typing import IO, Any, TextIO, cast
 
-from app.core.terminal import printable
 from app.frontends import parent_console
-from app.platform.redact import redact
+from app.platform.redact import shown
 
 REWRITE_LINE = "\r\033[K"
 """Back to the start of the line and erase it: the partial caption rewrites itself."""
 
 
-def safe(text: str) -> str:
-    """``text`` as it may reach a terminal: controls stripped, then secrets masked (a key
-    split by an escape sequence is whole again once the sequence is gone)."""
-    return redact(printable(text))
+safe = shown
+"""``text`` as it may reach a terminal (:func:`app.platform.redact.shown`)."""
 
 
 class TerminalStream:
@@ -116,6 +116,45 @@ def _wrapped(stream: TextIO) -> TextIO:
     if isinstance(stream, TerminalStream):
         return cast(TextIO, stream)
     return cast(TextIO, TerminalStream(stream))
+
+
+def unexpected(exc: BaseException) -> str:
+    """A failure nobody foresaw, in one line: its type and its message's first line, made
+    :func:`safe` (an exception's text may quote a server, a URL or a key)."""
+    lines = str(exc).strip().splitlines()
+    return safe(f"unexpected {type(exc).__name__}" + (f": {lines[0]}" if lines else ""))
+
+
+def install_excepthooks() -> None:
+    """Exceptions that end the program or a thread are said in one :func:`unexpected` line
+    on whatever ``stderr`` is then (the terminal may be restored already), never as a raw
+    traceback with a key or an escape sequence in it; the traceback goes to the debug log,
+    whose records are redacted."""
+    sys.excepthook = _said_exit
+    threading.excepthook = _said_thread
+
+
+def _said_exit(kind: type[BaseException], exc: BaseException, tb: TracebackType | None) -> None:
+    if issubclass(kind, KeyboardInterrupt):
+        return
+    logging.getLogger(__name__).debug("uncaught", exc_info=(kind, exc, tb))
+    _say(f"error: {unexpected(exc)}\n")
+
+
+def _said_thread(args: threading.ExceptHookArgs) -> None:
+    if args.exc_type is SystemExit or args.exc_value is None:
+        return
+    logging.getLogger(__name__).debug("uncaught in a thread", exc_info=(args.exc_type, args.exc_value,
+                                                                        args.exc_traceback))
+    where = args.thread.name if args.thread is not None else "a thread"
+    _say(f"error in {safe(where)}: {unexpected(args.exc_value)}\n")
+
+
+def _say(line: str) -> None:
+    with contextlib.suppress(Exception):  # no stream, or a closed one: nothing more to do
+        if sys.stderr is not None:
+            sys.stderr.write(line)
+            sys.stderr.flush()
 
 
 class LiveTranscript:

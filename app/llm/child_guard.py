@@ -150,11 +150,16 @@ class _Spawner:
 
     def _serve(self) -> None:
         while True:
-            start, done = self._requests.get()
-            try:
-                done.set_result(start())
-            except BaseException as exc:  # handed to the caller, which raises it
-                done.set_exception(exc)
+            self._run(*self._requests.get())
+
+    @staticmethod
+    def _run(start: Callable[[], subprocess.Popen[bytes]], done: Future[subprocess.Popen[bytes]]) -> None:
+        """One request, in a frame of its own: once the child started, this thread keeps no
+        reference to its environment (the run's credential is in it)."""
+        try:
+            done.set_result(start())
+        except BaseException as exc:  # handed to the caller, which raises it
+            done.set_exception(exc)
 
 
 _spawner = _Spawner()

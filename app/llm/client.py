@@ -21,6 +21,7 @@ import openai
 from openai.types.chat import ChatCompletionChunk
 
 from app.core.events import Usage
+from app.llm import body_cap
 from app.llm.chat import ChatRequest, Delta, Done, Message, StreamItem, Truncated, estimate_usage, usage_of
 from app.llm.errors import LlmError
 from app.llm.fields import OptionalFields
@@ -28,6 +29,7 @@ from app.llm.hedging import FirstTokenRace, Opened
 from app.llm.limits import AnswerText, GuardedOpenAI
 from app.llm.loopback import trust_env
 from app.llm.replies import chunk_choices
+from app.llm.routed import Route, RoutedTransport
 from app.llm.timing import Recorder, RequestTiming, inject_trace
 from app.llm.warming import Warmer
 from app.llm.wording import Wording
@@ -85,7 +87,7 @@ class LlmClient:
     """
 
     def __init__(self, base_url: str, api_key: str | None, model: str, tuning: ClientTuning = _DEFAULT, *,
-                 clock: Callable[[], float] = time.perf_counter) -> None:
+                 route: Route | None = None, clock: Callable[[], float] = time.perf_counter) -> None:
         t = tuning
         http2, connect_timeout, timeout = t.http2, t.connect_timeout, t.timeout
         stall_timeout = t.stall_timeout
@@ -104,6 +106,8 @@ class LlmClient:
         self._stall_timeout = stall_timeout
         self._http2 = http2
         self._keepalive_expiry = keepalive_expiry
+        self._route = route
+        """The embedded server's: asked where each request may go (:mod:`app.llm.routed`)."""
         self._clock = clock
         self._loop: asyncio.AbstractEventLoop | None = None
         self._closed = False
@@ -137,16 +141,22 @@ class LlmClient:
         return self._race.hedge_sdks
 
     def _make_sdk(self, *, max_connections: int) -> openai.AsyncOpenAI:
+        limits = httpx2.Limits(
+            max_keepalive_connections=min(20, max_connections),
+            max_connections=max_connections,
+            keepalive_expiry=self._keepalive_expiry,
+        )
+        routed: dict[str, Any] = {}
+        if self._route is not None:  # the embedded server: each request asks where its child is
+            inner = httpx2.AsyncHTTPTransport(http1=True, http2=self._http2, limits=limits, trust_env=False)
+            routed["transport"] = RoutedTransport(inner, self._route)
         http = httpx2.AsyncClient(
             http1=True,
             http2=self._http2,
-            limits=httpx2.Limits(
-                max_keepalive_connections=min(20, max_connections),
-                max_connections=max_connections,
-                keepalive_expiry=self._keepalive_expiry,
-            ),
+            limits=limits,
+            **routed,
             timeout=httpx2.Timeout(self._timeout, connect=self._connect_timeout),
-            event_hooks={"request": [inject_trace]},
+            event_hooks={"request": [inject_trace], "response": [body_cap.async_hook]},  # app.llm.body_cap
             # A loopback endpoint is reached directly, never through HTTP(S)_PROXY (app.llm.loopback).
             trust_env=trust_env(self.base_url),
         )

@@ -29,6 +29,7 @@ from typing import IO, Self
 import httpx2
 
 from app.core.private import DIR_MODE, private_fd
+from app.llm.body_cap import sync_hook
 from app.llm.bundle_server import LISTEN_FD, llama_server_command
 from app.llm.child_env import server_environment
 from app.llm.child_guard import spawn
@@ -67,9 +68,10 @@ def llama_cpp_available() -> bool:
 
 HAND_OVER_SOCKET = sys.platform != "win32"
 """POSIX: the app binds the port and the child inherits the listening socket (``pass_fds``),
-so no other program can take the port between the two.  Windows' ``Popen`` hands over no
-sockets: there the port is chosen by binding and closing, the child binds it at once and
-exclusively, and the identity check (:mod:`app.llm.server_identity`) finds out a program
+so no other program can take the port between the two; the app keeps its own copy open
+until :meth:`LocalServer.stop`, so none can take it after a child died either.  Windows'
+``Popen`` hands over no sockets: there the port is chosen by binding and closing, the child
+binds it at once and exclusively, and the identity check (:mod:`app.llm.server_identity`) finds out a program
 that took it first, before it is sent anything."""
 
 
@@ -80,13 +82,9 @@ def _free_port() -> int:
         return port
 
 
-def _listen() -> tuple[socket.socket | None, int]:
-    """The socket to hand to the child and its port; (None, a free port) where none is handed."""
-    if not HAND_OVER_SOCKET:
-        return None, _free_port()
-    sock = socket.create_server(("127.0.0.1", 0))
-    port: int = sock.getsockname()[1]
-    return sock, port
+def _listen() -> socket.socket:
+    """A listening socket on a free loopback port, for the child to inherit."""
+    return socket.create_server(("127.0.0.1", 0))
 
 
 class LocalServer:
@@ -122,6 +120,11 @@ class LocalServer:
         """A failed start or a server that ended on its own: the log stays, for the message."""
         self._stopped = False
         """Set by :meth:`stop` from any thread: a start still in progress gives up."""
+        self._listener: socket.socket | None = None
+        """POSIX: the port, bound by the app for as long as the server may run, handed to each
+        child and kept here between them, so no other program can take it while a child
+        restarts or after one died (:mod:`app.llm.server_watch`)."""
+        self._starts = 0
 
     @property
     def auth_headers(self) -> dict[str, str]:
@@ -131,6 +134,16 @@ class LocalServer:
     @property
     def pid(self) -> int | None:
         return self._proc.pid if self._proc is not None else None
+
+    @property
+    def process(self) -> subprocess.Popen[bytes] | None:
+        """The child started last (it may have exited since): what :mod:`app.llm.server_watch` watches."""
+        return self._proc
+
+    @property
+    def start_timeout(self) -> float:
+        """How long :meth:`start` waits for the server by default."""
+        return BUNDLED_START_S if self.model_path is None else CHOSEN_START_S
 
     def running(self) -> bool:
         return self._proc is not None and self._proc.poll() is None
@@ -148,7 +161,7 @@ class LocalServer:
         if self.running():
             return self.base_url
         if timeout is None:
-            timeout = BUNDLED_START_S if self.model_path is None else CHOSEN_START_S
+            timeout = self.start_timeout
         if self._stopped:
             raise LlmError("server", "The local LLM server was stopped.", retryable=False)
         cpu = cpu_problem()
@@ -163,7 +176,10 @@ class LocalServer:
         if not llama_cpp_available() or model is None or not Path(model).is_file():
             missing = "llama-cpp-python" if not llama_cpp_available() else f"the model {GGUF_NAME}"
             raise LlmError("not_found", f"{INSTALL_HINT} ({missing} is missing)", retryable=False)
-        listener, port = _listen()
+        if HAND_OVER_SOCKET and self._listener is None:
+            self._listener = _listen()
+        listener = self._listener if HAND_OVER_SOCKET else None
+        port: int = listener.getsockname()[1] if listener is not None else _free_port()
         try:
             log = self._open_log()
             where = [LISTEN_FD, str(listener.fileno())] if listener is not None else ["--port", str(port)]
@@ -185,9 +201,6 @@ class LocalServer:
         except BaseException:
             self.stop()
             raise
-        finally:
-            if listener is not None:
-                listener.close()  # the child's now: the port lives and dies with it
         atexit.register(self.stop)
         self.base_url = f"http://127.0.0.1:{port}/v1"
         self._wait_until_up(self._proc, port, timeout)
@@ -199,7 +212,8 @@ class LocalServer:
         """Until the server proves it is our child (:func:`app.llm.server_identity.prove`):
         whatever else answers on the port is never sent the credential or a prompt."""
         deadline = time.monotonic() + timeout
-        with httpx2.Client(timeout=httpx2.Timeout(2.0), trust_env=False) as http:
+        with httpx2.Client(timeout=httpx2.Timeout(2.0), trust_env=False,
+                           event_hooks={"response": [sync_hook]}) as http:
             while True:
                 if self._stopped:  # stop() was called meanwhile (the app is quitting)
                     self.stop()
@@ -246,7 +260,12 @@ class LocalServer:
             if sys.platform != "win32":
                 os.chmod(self._log_dir, DIR_MODE)
             self.log_path = self._log_dir / "llama-server.log"
-        self._log = open(private_fd(self.log_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC), "wb")  # noqa: SIM115
+        if self._log is not None:  # a child that died: its successor logs after what it said
+            self._log.close()
+        # A restart appends: what the child before it logged says why it ended.
+        again = os.O_APPEND if self._starts else os.O_TRUNC
+        self._starts += 1
+        self._log = open(private_fd(self.log_path, os.O_WRONLY | os.O_CREAT | again), "wb")  # noqa: SIM115
         return self._log
 
     def _fail(self) -> None:
@@ -257,7 +276,8 @@ class LocalServer:
     def _warm_model(self) -> None:
         """One 1-token completion: the first evaluation after loading is ~10x slower
         (buffers allocated, weights paged in), and that should not be the first answer."""
-        with contextlib.suppress(httpx2.HTTPError), httpx2.Client(trust_env=False) as http:
+        with contextlib.suppress(httpx2.HTTPError, LlmError), \
+                httpx2.Client(trust_env=False, event_hooks={"response": [sync_hook]}) as http:
             http.post(
                 f"{self.base_url}/chat/completions",
                 headers=self.auth_headers,
@@ -285,6 +305,9 @@ class LocalServer:
         if self._log is not None:
             self._log.close()
             self._log = None
+        if self._listener is not None:
+            self._listener.close()  # the port is free only once no child will serve on it
+            self._listener = None
         if self._log_dir is not None and not self._keep_log:
             shutil.rmtree(self._log_dir, ignore_errors=True)
             self._log_dir = None

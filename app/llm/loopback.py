@@ -10,31 +10,11 @@ machine anyway.  So every HTTP client built for a loopback URL is built with
 
 from __future__ import annotations
 
-import ipaddress
 from typing import Literal
-from urllib.parse import urlsplit
 
+from app.platform.loopback import is_loopback
 
-def is_loopback(url: str) -> bool:
-    """Whether ``url``'s host is this machine's loopback: ``localhost``, 127.0.0.0/8,
-    ``::1`` (or an IPv4-mapped 127.x).  Other names are never resolved here: a name that
-    the resolver maps to 127.0.0.1 is still the proxy's to reach, as the user set it."""
-    try:
-        host = urlsplit(url.strip()).hostname
-    except ValueError:
-        return False
-    if not host:
-        return False
-    host = host.rstrip(".").lower()
-    if host == "localhost":
-        return True
-    try:
-        address = ipaddress.ip_address(host)
-    except ValueError:
-        return False
-    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
-        address = address.ipv4_mapped
-    return address.is_loopback
+__all__ = ["is_loopback", "remote_tactic", "trust_env"]
 
 
 def trust_env(url: str) -> bool:

@@ -15,6 +15,7 @@ from urllib.parse import urlsplit
 
 import httpx2
 
+from app.llm.body_cap import sync_hook
 from app.llm.loopback import trust_env
 
 DEFAULT_HOST = "127.0.0.1:11434"
@@ -61,7 +62,8 @@ def find_ollama(timeout: float = PROBE_TIMEOUT_S,
     root = ollama_root(environ)
     try:
         # Loopback (the usual case): never through a proxy; a remote OLLAMA_HOST: as the user set it.
-        with httpx2.Client(timeout=httpx2.Timeout(timeout), trust_env=trust_env(root)) as http:
+        with httpx2.Client(timeout=httpx2.Timeout(timeout), trust_env=trust_env(root),
+                          event_hooks={"response": [sync_hook]}) as http:
             reply = http.get(f"{root}/api/tags")
         if reply.status_code != 200:
             return None

@@ -19,6 +19,8 @@ import secrets
 
 import httpx2
 
+from app.llm.body_cap import BodyTooLarge
+
 IDENTITY_PATH = "/copilot/identity"
 _CONTEXT = b"interview-copilot embedded server identity\0"
 """Binds a proof to this one use of the credential."""
@@ -50,6 +52,8 @@ def prove(http: httpx2.Client, root: str, key: str) -> bool:
         reply = http.get(f"{root}{IDENTITY_PATH}", params={"nonce": nonce})
     except httpx2.TransportError:
         return False
+    except BodyTooLarge as exc:  # a client built with app.llm.body_cap's hook
+        raise NotOurServer("it answered with a body no proof of identity needs") from exc
     try:
         data = reply.json()
     except ValueError:

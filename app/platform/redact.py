@@ -17,6 +17,8 @@ from collections.abc import Iterable
 from typing import Any
 from urllib.parse import parse_qsl, quote, quote_plus, unquote, urlsplit, urlunsplit
 
+from app.core.terminal import printable
+
 REDACTED = "***"
 _MIN_SECRET = 4
 """Shorter registered secrets are ignored: removing "ab" everywhere would garble text."""
@@ -118,20 +120,25 @@ def register_url(url: str | None) -> None:
 
 
 _SECRET_NAME = re.compile(r"(?i)key|token|secret|pass|pwd|sig|auth|cred|session")
-_TOKEN_RUN = re.compile(r"[A-Za-z0-9]{16,}")
-_UUID = re.compile(r"(?i)[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+_SEGMENT = re.compile(r"[A-Za-z0-9._~-]*")
+_PIECE_SPLIT = re.compile(r"[._~-]")
+_WORD_PIECE = re.compile(r"[a-z]*|[A-Z]*|[A-Z][a-z]*|[0-9]{1,8}|[A-Za-z0-9]{1,3}|v[0-9]+[a-z]*[0-9]*")
+"""A piece of a path's word: a word in one case (or capitalised), a number of up to eight
+digits (a date), a version (``v1beta1``), or a piece of up to three letters and digits
+(``4o``, ``8b``)."""
 
 
 def secret_segment(segment: str) -> bool:
-    """Whether a URL path segment looks like a credential: a UUID, or a run of 16 or more
-    letters and digits holding both (``r3l4yT0k3nQx9Zp2``, ``sk-proj-…``'s tail, an account
-    id).  The words of an API's path stay (``v1``, ``openai``, ``deployments``), and so do
-    deployment and model names, whose words are short (``gpt-4o-mini-2024-07-18``)."""
+    """Whether a URL path segment may be a credential: anything but the words of an API's
+    path (``v1``, ``openai``, ``deployments``) and of deployment and model names, which are
+    pieces of those shapes between ``-``, ``.``, ``_`` (``gpt-4o-mini-2024-07-18``,
+    ``llama-3.1-8b-instruct``).  A token of any length mixes letters and digits, or cases,
+    in one piece (``Zq3xK9mPa2Lr7Tb``, ``sk-proj-…``'s tail, a UUID), or holds a character
+    a word does not (base64's ``+``, ``=``): it is one."""
     text = unquote(segment)
-    if _UUID.fullmatch(text):
+    if not _SEGMENT.fullmatch(text):
         return True
-    return any(any(c.isdigit() for c in run) and any(c.isalpha() for c in run)
-               for run in _TOKEN_RUN.findall(text))
+    return not all(_WORD_PIECE.fullmatch(piece) for piece in _PIECE_SPLIT.split(text))
 
 
 def forget_secrets() -> None:
@@ -139,6 +146,13 @@ def forget_secrets() -> None:
     global _registered
     with _lock:
         _registered = ()
+
+
+def shown(text: str) -> str:
+    """``text`` as it may leave the app for a person (a terminal, a banner, a status line):
+    controls and escape sequences stripped (:func:`app.core.terminal.printable`), then
+    secrets masked (a key split by an escape sequence is whole again once it is gone)."""
+    return redact(printable(text))
 
 
 def redact(text: str, *secrets: str | None) -> str:

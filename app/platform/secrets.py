@@ -1,14 +1,12 @@
 """The API key: where it is looked up, where it is stored, and keeping it out of logs.
 
-Lookup order, first hit wins:
-
-1. an explicit key passed by the caller (the ``--api-key`` CLI flag): the user just typed it;
-2. ``INTERVIEW_COPILOT_API_KEY``: this app's own variable, used for any server;
-3. ``OPENAI_API_KEY``, but only for api.openai.com or the host in ``OPENAI_BASE_URL`` (the
-   pair the OpenAI SDK uses), so a globally exported OpenAI key is never sent to another
-   provider the user configured in Settings;
-4. the OS keychain: service ``interview-copilot``, username = the base URL's host (or
-   ``default`` when there is no base URL), so each server keeps its own key.
+Lookup order, first hit wins: an explicit key from the caller (``--api-key``,
+``--api-key-file``, ``--api-key -``); ``INTERVIEW_COPILOT_API_KEY``, for any server;
+``OPENAI_API_KEY``, only for ``https://api.openai.com`` or the endpoint in ``OPENAI_BASE_URL``
+(scheme, host and port) and never for a server on this machine; then the OS keychain
+(service ``interview-copilot``, username the base URL's origin, ``https://host`` or
+``http://host:port``, so a key saved for one origin is never sent to another). A key saved
+under a bare host is read for that host's ``https://`` default port.
 
 Design notes: decision 0038.
 """
@@ -22,13 +20,15 @@ from urllib.parse import urlsplit
 import keyring
 import keyring.errors
 
+from app.platform.loopback import is_loopback
 from app.platform.redact import redact, register_secret
 
 SERVICE = "interview-copilot"
 APP_ENV_VAR = "INTERVIEW_COPILOT_API_KEY"
 OPENAI_ENV_VAR = "OPENAI_API_KEY"
 OPENAI_HOST = "api.openai.com"
-_ENV_HINT = f"set {APP_ENV_VAR} in the environment or pass --api-key instead"
+OPENAI_ORIGIN = f"https://{OPENAI_HOST}"
+_ENV_HINT = f"set {APP_ENV_VAR} in the environment or pass --api-key-file PATH instead"
 _URL_HINT = "put the URL with its credentials in OPENAI_BASE_URL or pass --base-url instead"
 
 
@@ -36,16 +36,44 @@ class SecretStoreError(Exception):
     """The keychain could not be used; ``str()`` is a sentence for the user, without the key."""
 
 
+DEFAULT_PORTS = {"https": 443, "http": 80}
+
+
 def keychain_username(base_url: str | None) -> str:
-    """The keychain entry name for a server: its lower-case host, or "default"."""
-    if not base_url or not base_url.strip():
+    """The keychain entry name for a server: its origin, lower-case, the scheme's default port
+    left out (``https://api.openai.com``, ``http://127.0.0.1:8080``), or "default".  A URL
+    without a scheme is taken as https, as Settings completes it."""
+    origin = _origin(base_url)
+    if origin is None:
         return "default"
-    url = base_url.strip()
+    scheme, host, port = origin
+    shown = f"[{host}]" if ":" in host else host
+    return f"{scheme}://{shown}" + ("" if port == DEFAULT_PORTS.get(scheme) else f":{port}")
+
+
+def _origin(base_url: str | None) -> tuple[str, str, int] | None:
+    """(scheme, host, port) of ``base_url``, or None when it names no host."""
+    url = (base_url or "").strip()
+    if not url:
+        return None
     try:
-        host = urlsplit(url if "//" in url else f"//{url}").hostname
-    except ValueError:  # malformed, e.g. an unclosed IPv6 bracket
-        host = None
-    return host.lower() if host else "default"
+        parts = urlsplit(url if "//" in url else f"https://{url}")
+        host, port = parts.hostname, parts.port
+    except ValueError:  # malformed, e.g. an unclosed IPv6 bracket or a port that is no number
+        return None
+    scheme = (parts.scheme or "https").lower()
+    if not host:
+        return None
+    return scheme, host.lower(), port if port is not None else DEFAULT_PORTS.get(scheme, 0)
+
+
+def _legacy_username(base_url: str | None) -> str | None:
+    """Where earlier versions kept the key of ``base_url`` (the bare host), when that entry
+    may serve it: only a host's ``https://`` default port, which is where they were used."""
+    origin = _origin(base_url)
+    if origin is None or origin[0] != "https" or origin[2] != DEFAULT_PORTS["https"]:
+        return None
+    return origin[1]
 
 
 def get_api_key(
@@ -64,56 +92,57 @@ def get_api_key(
             register_secret(candidate.strip())
             return candidate.strip()
     openai_key = (env.get(OPENAI_ENV_VAR) or "").strip()
-    host = keychain_username(base_url)
     if openai_key and reads_openai_env(base_url, env):
         register_secret(openai_key)
         return openai_key
-    try:
-        stored = keyring.get_password(SERVICE, host)
-    except Exception as exc:  # any backend failure: D-Bus, locked, no backend
-        raise SecretStoreError(_describe("read the API key from", host, exc)) from None
+    stored = _read(keychain_username(base_url), _legacy_username(base_url), "the API key", base_url)
     register_secret(stored)
     return stored or None
 
 
 def reads_openai_env(base_url: str | None, environ: Mapping[str, str] | None = None) -> bool:
     """Whether :func:`get_api_key` honours ``OPENAI_API_KEY`` for ``base_url``: only for
-    api.openai.com and the host of ``OPENAI_BASE_URL``."""
+    ``https://api.openai.com`` and the origin of ``OPENAI_BASE_URL``, never on loopback."""
     env = os.environ if environ is None else environ
-    host = keychain_username(base_url)
-    return host in {OPENAI_HOST, keychain_username(env.get("OPENAI_BASE_URL"))} - {"default"}
+    origin = keychain_username(base_url)
+    if origin == "default" or is_loopback(base_url or ""):
+        return False
+    return origin in {OPENAI_ORIGIN, keychain_username(env.get("OPENAI_BASE_URL"))}
 
 
 def key_hint(base_url: str | None, environ: Mapping[str, str] | None = None) -> str:
     """Where to put a valid key for ``base_url``, naming only sources that are read for it.
 
-    For the 401/403 message: Settings (saved to the keychain under the host) and this
-    app's own variable work for any host; ``OPENAI_API_KEY`` only where it is read.
+    For the 401/403 message: Settings (saved to the keychain under the origin) and this
+    app's own variable work for any endpoint; ``OPENAI_API_KEY`` only where it is read.
     """
-    host = keychain_username(base_url)
-    where = f"for {host} " if host != "default" else ""
+    origin = keychain_username(base_url)
+    where = f"for {origin} " if origin != "default" else ""
     env = f"{APP_ENV_VAR}"
     if reads_openai_env(base_url, environ):
         env = f"{OPENAI_ENV_VAR} or {APP_ENV_VAR}"
     return (
         f"set a valid key {where}in Settings (saved in the system keychain), "
-        f"or in {env}, or pass --api-key"
+        f"or in {env}, or pass --api-key-file PATH"
     )
 
 
 def set_api_key(base_url: str | None, key: str) -> None:
-    """Store ``key`` for ``base_url``'s host in the OS keychain."""
+    """Store ``key`` for ``base_url``'s origin in the OS keychain."""
     key = key.strip()
     if not key:
         raise ValueError("the API key is empty")
-    host = keychain_username(base_url)
-    _store(host, key, "the API key", host)
+    origin = keychain_username(base_url)
+    _store(origin, key, "the API key", origin)
 
 
 def delete_api_key(base_url: str | None) -> None:
-    """Forget the stored key for ``base_url``'s host; nothing stored is not an error."""
-    host = keychain_username(base_url)
-    _forget(host, "the API key", host)
+    """Forget the stored key for ``base_url``'s origin (and an earlier version's entry that
+    served it); nothing stored is not an error."""
+    origin = keychain_username(base_url)
+    for account in (origin, _legacy_username(base_url)):
+        if account is not None:
+            _forget(account, "the API key", origin)
 
 
 # --- credentials in the base URL ----------------------------------------------------------
@@ -150,13 +179,11 @@ def url_with_credentials(url: str | None) -> str | None:
 
 
 def get_url_credentials(base_url: str | None) -> str | None:
-    """The user-info stored for ``base_url``'s host, or None (registered for redaction)."""
-    host = keychain_username(base_url)
-    try:
-        stored = keyring.get_password(SERVICE, _credentials_account(host))
-    except Exception as exc:
-        raise SecretStoreError(_describe("read the base URL's credentials from", host, exc,
-                                         hint=_URL_HINT)) from None
+    """The user-info stored for ``base_url``'s origin, or None (registered for redaction)."""
+    legacy = _legacy_username(base_url)
+    stored = _read(_credentials_account(keychain_username(base_url)),
+                   _credentials_account(legacy) if legacy is not None else None,
+                   "the base URL's credentials", base_url, hint=_URL_HINT)
     if stored:
         user, colon, password = stored.partition(":")
         register_secret(password if colon else user)
@@ -164,21 +191,36 @@ def get_url_credentials(base_url: str | None) -> str | None:
 
 
 def set_url_credentials(base_url: str | None, userinfo: str) -> None:
-    """Store the user-info of a base URL (``user:password`` or a token) for its host."""
+    """Store the user-info of a base URL (``user:password`` or a token) for its origin."""
     if not userinfo:
         raise ValueError("the credentials are empty")
-    host = keychain_username(base_url)
-    _store(_credentials_account(host), userinfo, "the base URL's credentials", host, hint=_URL_HINT)
+    origin = keychain_username(base_url)
+    _store(_credentials_account(origin), userinfo, "the base URL's credentials", origin, hint=_URL_HINT)
 
 
 def delete_url_credentials(base_url: str | None) -> None:
-    """Forget the base URL credentials stored for ``base_url``'s host, if any."""
-    host = keychain_username(base_url)
-    _forget(_credentials_account(host), "the base URL's credentials", host, hint=_URL_HINT)
+    """Forget the base URL credentials stored for ``base_url``'s origin, if any."""
+    origin = keychain_username(base_url)
+    for account in (origin, _legacy_username(base_url)):
+        if account is not None:
+            _forget(_credentials_account(account), "the base URL's credentials", origin, hint=_URL_HINT)
 
 
-def _credentials_account(host: str) -> str:
-    return f"{host} (base URL credentials)"
+def _credentials_account(origin: str) -> str:
+    return f"{origin} (base URL credentials)"
+
+
+def _read(account: str, legacy: str | None, what: str, base_url: str | None, *,
+          hint: str = _ENV_HINT) -> str | None:
+    """The entry ``account``, else ``legacy`` (an earlier version's name for it), or None."""
+    try:
+        for name in (account, legacy):
+            if name is not None and (stored := keyring.get_password(SERVICE, name)):
+                return stored
+    except Exception as exc:  # any backend failure: D-Bus, locked, no backend
+        raise SecretStoreError(_describe(f"read {what} from", keychain_username(base_url), exc,
+                                         hint=hint)) from None
+    return None
 
 
 def _store(account: str, secret: str, what: str, host: str, *, hint: str = _ENV_HINT) -> None:

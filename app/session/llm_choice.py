@@ -27,6 +27,7 @@ from app.llm.endpoint import (
 from app.llm.errors import LlmError
 from app.llm.local_server import LocalServer
 from app.llm.loopback import remote_tactic
+from app.llm.server_watch import ServerWatch
 from app.platform.redact import display_url
 
 
@@ -54,6 +55,8 @@ class LlmChoice:
         """Guards ``_shut`` and ``_server``."""
         self._shut = False
         self._server: LocalServer | None = None
+        self._watch: ServerWatch | None = None
+        """The embedded server's watch: each request asks it where the live child is."""
 
     @property
     def endpoint(self) -> LlmEndpoint | None:
@@ -117,7 +120,8 @@ class LlmChoice:
                               rate_limit_max_wait=llm.rate_limit_max_wait_s,
                               send_cache_key=llm.send_prompt_cache_key,
                               send_include_usage=llm.send_include_usage)
-        return LlmClient(endpoint.base_url, endpoint.api_key, endpoint.model, tuning)
+        return LlmClient(endpoint.base_url, endpoint.api_key, endpoint.model, tuning,
+                         route=self._watch.aroute if self._watch is not None else None)
 
     def shut(self) -> None:
         """The session is quitting: no embedded server starts from now on."""
@@ -126,9 +130,9 @@ class LlmChoice:
 
     def stop_local_server(self) -> None:
         with self._lock:
-            server = self._server
-        if server is not None:
-            server.stop()
+            watch = self._watch
+        if watch is not None:
+            watch.stop()
 
     def _start_local_server(self) -> LlmEndpoint:
         try:
@@ -141,9 +145,10 @@ class LlmChoice:
             if self._shut:
                 raise LlmError("server", "the session is shutting down", retryable=False)
             server = self._server = LocalServer(path, model_alias=None if path is None else name)
+            watch = self._watch = ServerWatch(server, self._banner)
         self._status(f"starting the embedded local LLM on {name} (no API key configured)")
         try:
-            url = server.start()
+            url = watch.start()
         except LlmError as exc:
             raise LlmError(exc.kind, f"{exc} Captions keep working; answers need an endpoint.",
                            retryable=False) from exc
@@ -155,6 +160,9 @@ class LlmChoice:
         run exits with its code) and stops listening rather than run on half-failed."""
         self._bus.emit(ErrorEvent(t=self._clock.now(), stage="llm", message=message))
         self._on_model_failed(message)
+
+    def _banner(self, message: str) -> None:
+        self._bus.emit(ErrorEvent(t=self._clock.now(), stage="llm", message=message))
 
     def _status(self, message: str) -> None:
         self._bus.emit(StatusEvent(t=self._clock.now(), stage="llm", message=message))

@@ -14,6 +14,7 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QTextDocument
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QToolButton, QVBoxLayout, QWidget
 
+from app.platform.redact import shown
 from app.ui.theme import LIGHT, Theme
 
 Level = Literal["error", "warning", "info"]
@@ -27,8 +28,9 @@ class Banner(QFrame):
     def __init__(self, level: Level, title: str, message: str, parent: QWidget | None = None):
         super().__init__(parent)
         self.level: Level = level
-        self.title = title
-        self.message = message
+        self.title = shown(title)
+        self.message = shown(message)
+        """What is shown: an exception's or a server's words, made safe (app.platform.redact.shown)."""
         self.count = 1
         self.setObjectName("banner")
         row = QHBoxLayout(self)
@@ -95,6 +97,8 @@ class BannerArea(QWidget):
         self.setVisible(False)
 
     def show_message(self, level: Level, title: str, message: str) -> Banner:
+        """Show ``message`` (made safe: :func:`app.platform.redact.shown`), or count it again."""
+        title, message = shown(title), shown(message)
         for banner in self.banners:
             if banner.level == level and banner.title == title and banner.message == message:
                 banner.bump()

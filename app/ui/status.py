@@ -25,6 +25,7 @@ from PySide6.QtWidgets import (
 
 from app.core.events import Speaker
 from app.observing.timeline import Segment, SegmentKey, TurnLatency
+from app.platform.redact import shown
 from app.ui.qtcompat import protect_singletons
 from app.ui.theme import LIGHT, Theme
 
@@ -394,6 +395,8 @@ class StatusPanel(QFrame):
         self.cost_label.setText(text)
 
     def set_message(self, text: str) -> None:
+        """The status line: ``text`` made safe (:func:`app.platform.redact.shown`)."""
+        text = shown(text)
         self.message_label.setText(text)
         self.message_label.setVisible(bool(text))
 

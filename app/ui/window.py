@@ -44,7 +44,6 @@ from app.core.events import (
 from app.core.private import private_dir
 from app.observing.session_files import SessionLog, write_markdown
 from app.observing.timeline import Timeline
-from app.platform.redact import redact
 from app.ui import theme as themes
 from app.ui.banner import BannerArea
 from app.ui.bridge import BusPoster, EventBridge
@@ -358,12 +357,12 @@ class MainWindow(QMainWindow):
             elif event.state == "listening":
                 self.status.set_state(self._idle_state())
         elif isinstance(event, ErrorEvent):
-            self.banners.show_message("error", event.stage.capitalize(), redact(event.message))
+            self.banners.show_message("error", event.stage.capitalize(), event.message)
         elif isinstance(event, StatusEvent) and event.stage == "echo":
             # Persistent, unlike a status line: the user has to act (put headphones on).
-            self.banners.show_message("warning", "Echo", redact(event.message))
+            self.banners.show_message("warning", "Echo", event.message)
         elif isinstance(event, StatusEvent):
-            self.status.set_message(redact(f"{event.stage}: {event.message}"))
+            self.status.set_message(f"{event.stage}: {event.message}")
             self._message_timer.start(8000)
 
     def _idle_state(self) -> str:

@@ -206,8 +206,9 @@ ALL_SHOWN = [shown for path in DOCS for shown in shown_commands(path)]
 # --- parsing them with the real parsers ----------------------------------------------------
 
 
-class _Parsed(Exception):
-    """Raised by the outermost ``parse_known_args`` once the command line is parsed."""
+class _Parsed(BaseException):
+    """Raised by the outermost ``parse_known_args`` once the command line is parsed (not an
+    ``Exception``: the CLI says any of those in one line and returns, as a user sees it)."""
 
     def __init__(self, namespace: argparse.Namespace, extras: list[str]) -> None:
         super().__init__()

@@ -9,6 +9,7 @@ checked against a fake kernel32 (the structure it is given, the flag, the handle
 from __future__ import annotations
 
 import ctypes
+import gc
 import os
 import signal
 import subprocess
@@ -22,6 +23,7 @@ import pytest
 
 from app.llm import child_guard
 from app.llm.local_server import llama_cpp_available
+from tests.patience import NEVER_S
 
 ROOT = Path(__file__).resolve().parents[2]
 DEMO = ROOT / "assets" / "demo.wav"
@@ -172,6 +174,27 @@ def test_every_child_is_forked_by_the_one_long_lived_spawner_thread(monkeypatch:
 def test_a_spawn_failure_reaches_the_caller() -> None:
     with pytest.raises(FileNotFoundError):
         child_guard.spawn(["/nonexistent/interview-copilot-server"])
+
+
+class _Credential(str):
+    """A key that says when the last reference to it went."""
+
+    freed = threading.Event()
+
+    def __del__(self) -> None:
+        _Credential.freed.set()
+
+
+def test_once_the_child_started_the_app_keeps_no_copy_of_its_environment() -> None:
+    """The run's credential goes to the child in its environment; the parent's copies of
+    that environment (the spawner thread's included) go once the child started."""
+    _Credential.freed.clear()
+    key = _Credential("the-runs-credential-" + os.urandom(8).hex())
+    proc = child_guard.spawn([sys.executable, "-c", "pass"], env={**os.environ, "SERVER_KEY": key})
+    proc.wait(NEVER_S)
+    del key
+    gc.collect()
+    assert _Credential.freed.is_set(), "the parent still holds the environment it gave the child"
 
 
 # --- Windows: a Job object that kills on close, against a fake kernel32 ------------------------------

@@ -237,9 +237,12 @@ def test_the_self_test_prints_through_the_redaction(monkeypatch: pytest.MonkeyPa
 
 
 @pytest.mark.slow
-def test_a_path_token_and_a_quoted_key_reach_no_output_and_no_file(tmp_path: Path) -> None:
+@pytest.mark.parametrize("path_token", [PATH_TOKEN, "Zq3xK9mPa2Lr7Tb"],
+                         ids=["19 characters", "15 characters"])
+def test_a_path_token_and_a_quoted_key_reach_no_output_and_no_file(tmp_path: Path, path_token: str) -> None:
     """The model echoes the key (with a quote and a backslash) and the relay's path token:
-    the terminal, the session file and ``--events`` (JSON lines) hold neither, in any form."""
+    the terminal, the session file and ``--events`` (JSON lines) hold neither, in any form
+    (the start-up status line "answers from … at http://host/k/TOKEN/v1" included)."""
     from devtools.fake_server import FakeServer, Fault, Profile
     from tests.frontends.test_cli_faults import listen
     from tests.speech import synth
@@ -247,14 +250,14 @@ def test_a_path_token_and_a_quoted_key_reach_no_output_and_no_file(tmp_path: Pat
     key = 'sk-"quoted\\key-123456'
     events = tmp_path / "events.jsonl"
     with FakeServer(Profile(), api_key=key) as server:
-        server.faults.append(Fault("say", message=f"Your key is {key} via {PATH_TOKEN}.", times=10))
-        url = server.start().replace("/v1", f"/k/{PATH_TOKEN}/v1")
+        server.faults.append(Fault("say", message=f"Your key is {key} via {path_token}.", times=10))
+        url = server.start().replace("/v1", f"/k/{path_token}/v1")
         out = listen(["--audio", str(synth("Why are you interested in this role?")), "--base-url", url,
                       "--api-key", key, "--no-low-latency", "--events", str(events)], tmp_path)
     assert out.returncode == 0, out.stderr
     written = [out.stdout, out.stderr, events.read_text(encoding="utf-8"),
                *(p.read_text(encoding="utf-8") for p in (tmp_path / "data").rglob("*.jsonl"))]
-    forms = (key, json.dumps(key)[1:-1], PATH_TOKEN)
+    forms = (key, json.dumps(key)[1:-1], path_token)
     for text in written:
         for form in forms:
             assert form not in text, (form, text[:2000])

@@ -17,9 +17,11 @@ from app.platform.secrets import (
     SecretStoreError,
     delete_api_key,
     get_api_key,
+    get_url_credentials,
     key_hint,
     keychain_username,
     set_api_key,
+    set_url_credentials,
 )
 from tests.memory_keyring import MemoryKeyring
 
@@ -64,20 +66,46 @@ def broken() -> Iterator[None]:
         keyring.set_keyring(previous)
 
 
-def test_username_is_host_or_default() -> None:
-    assert keychain_username("https://API.OpenAI.com/v1") == "api.openai.com"
-    assert keychain_username("http://127.0.0.1:8080/v1") == "127.0.0.1"
-    assert keychain_username("api.groq.com/openai/v1") == "api.groq.com"
+def test_username_is_the_origin_or_default() -> None:
+    assert keychain_username("https://API.OpenAI.com/v1") == "https://api.openai.com"
+    assert keychain_username("https://api.openai.com:443/v1") == "https://api.openai.com"
+    assert keychain_username("http://127.0.0.1:8080/v1") == "http://127.0.0.1:8080"
+    assert keychain_username("http://127.0.0.1/v1") == "http://127.0.0.1"
+    assert keychain_username("api.groq.com/openai/v1") == "https://api.groq.com"
     assert keychain_username(None) == keychain_username("  ") == "default"
-    assert keychain_username("http://[::1]:8080") == "::1"
+    assert keychain_username("http://[::1]:8080") == "http://[::1]:8080"
     assert keychain_username("http://[bad") == "default"
+    assert keychain_username("http://host:notaport/v1") == "default"
+
+
+def test_a_stored_key_is_bound_to_scheme_host_and_port(memory: MemoryKeyring) -> None:
+    """Saved for https://host, it is not sent to http://host nor to another port: those ask again."""
+    set_api_key("https://relay.example/v1", KEY)
+    assert get_api_key("https://relay.example:443/v2", environ=NO_ENV) == KEY  # the same endpoint
+    assert get_api_key("http://relay.example/v1", environ=NO_ENV) is None
+    assert get_api_key("https://relay.example:8443/v1", environ=NO_ENV) is None
+    set_api_key("http://localhost:8080/v1", "local-key")
+    assert get_api_key("http://localhost:8080/v1", environ=NO_ENV) == "local-key"
+    assert get_api_key("http://localhost:11434/v1", environ=NO_ENV) is None
+    set_url_credentials("https://relay.example/v1", "user:pw-123456")
+    assert get_url_credentials("https://relay.example/v1") == "user:pw-123456"
+    assert get_url_credentials("http://relay.example/v1") is None
+
+
+def test_a_key_saved_by_an_earlier_version_serves_its_host_over_https_only(memory: MemoryKeyring) -> None:
+    memory.store[(SERVICE, "relay.example")] = KEY  # filed by host alone
+    assert get_api_key("https://relay.example/v1", environ=NO_ENV) == KEY
+    assert get_api_key("http://relay.example/v1", environ=NO_ENV) is None
+    assert get_api_key("https://relay.example:8443/v1", environ=NO_ENV) is None
+    delete_api_key("https://relay.example/v1")
+    assert memory.store == {}
 
 
 def test_round_trip(memory: MemoryKeyring) -> None:
     url = "https://api.openai.com/v1"
     assert get_api_key(url, environ=NO_ENV) is None
     set_api_key(url, f"  {KEY}\n")
-    assert memory.store == {(SERVICE, "api.openai.com"): KEY}
+    assert memory.store == {(SERVICE, "https://api.openai.com"): KEY}
     assert get_api_key(url, environ=NO_ENV) == KEY
     assert get_api_key("https://api.groq.com/openai/v1", environ=NO_ENV) is None  # per host
     delete_api_key(url)
@@ -108,6 +136,17 @@ def test_openai_env_key_never_sent_to_another_provider(memory: MemoryKeyring) ->
     assert get_api_key(None, environ=env) is None
     paired = {"OPENAI_API_KEY": "openai-key", "OPENAI_BASE_URL": "https://api.groq.com/openai/v1"}
     assert get_api_key(groq, environ=paired) == "openai-key"  # the SDK's own pairing
+    assert get_api_key("http://api.groq.com/openai/v1", environ=paired) is None  # not the one named
+    assert get_api_key("https://api.groq.com:8443/openai/v1", environ=paired) is None
+    assert get_api_key("http://api.openai.com/v1", environ=env) is None
+
+
+@pytest.mark.parametrize("local", ["http://127.0.0.1:11434/v1", "http://localhost:1234/v1", "http://[::1]:8080/v1"])
+def test_openai_env_key_never_goes_to_a_server_on_this_machine(memory: MemoryKeyring, local: str) -> None:
+    """Ollama, LM Studio or whatever listens on a local port: not even when OPENAI_BASE_URL names it."""
+    env = {"OPENAI_API_KEY": "sk-openai-0123456789", "OPENAI_BASE_URL": local}
+    assert get_api_key(local, environ=env) is None
+    assert OPENAI_ENV_VAR not in key_hint(local, env)
 
 
 @pytest.mark.parametrize(
@@ -164,8 +203,9 @@ def test_key_hint_names_only_sources_read_for_the_host() -> None:
     other = key_hint("https://relay.example:8443/v1", NO_ENV)
     assert OPENAI_ENV_VAR not in other
     assert APP_ENV_VAR in other and "relay.example" in other and "Settings" in other
-    via_base = key_hint("http://gw.local/v1", {"OPENAI_BASE_URL": "http://gw.local:9/v1"})
+    via_base = key_hint("http://gw.local:9/v1", {"OPENAI_BASE_URL": "http://gw.local:9/v1"})
     assert OPENAI_ENV_VAR in via_base
+    assert OPENAI_ENV_VAR not in key_hint("http://gw.local/v1", {"OPENAI_BASE_URL": "http://gw.local:9/v1"})
     # …and the hint agrees with what get_api_key actually does.
     env = {OPENAI_ENV_VAR: "sk-only-for-openai-000000"}
     assert get_api_key("https://api.openai.com/v1", environ=env) == env[OPENAI_ENV_VAR]

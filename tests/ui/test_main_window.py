@@ -348,7 +348,7 @@ def test_settings_round_trip_key_goes_to_keyring_only(
     assert loaded.turns.endpoint_silence_ms == 650
     assert loaded.hotkeys.answer_now == "ctrl+shift+space"
     assert secrets.get_api_key("https://api.example.com/v1") == "sk-test-SECRET-1234567890"
-    assert _isolated.store == {("interview-copilot", "api.example.com"): "sk-test-SECRET-1234567890"}
+    assert _isolated.store == {("interview-copilot", "https://api.example.com"): "sk-test-SECRET-1234567890"}
     qtbot.waitUntil(lambda: window.settings.ui.large_font, timeout=2000)
     # reopening shows the stored key (masked) and saving unchanged keeps it
     again = SettingsDialog(loaded, path)

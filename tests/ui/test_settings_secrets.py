@@ -63,11 +63,11 @@ def test_a_new_host_is_never_given_the_old_hosts_key(
     dialog.base_url.setText(RELAY)  # only trying a relay out
     assert dialog.api_key.text() == ""
     assert "relay.example.net" in dialog.api_key.placeholderText()
-    assert "key for relay.example.net" in dialog.key_note.text()
+    assert "key for https://relay.example.net" in dialog.key_note.text()
     dialog.accept()
     assert dialog.result_settings is not None, dialog.error_label.text()
     assert load_settings(path)[0].llm.base_url == RELAY
-    assert ring.store == {(secrets.SERVICE, "api.openai.com"): OPENAI_KEY}  # nothing for the relay
+    assert ring.store == {(secrets.SERVICE, "https://api.openai.com"): OPENAI_KEY}  # nothing for the relay
     assert resolve_llm_endpoint(load_settings(path)[0]).api_key != OPENAI_KEY  # type: ignore[union-attr]
 
 

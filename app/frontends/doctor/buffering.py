@@ -11,6 +11,7 @@ from app.frontends.doctor.check import LlmCheck
 from app.frontends.doctor.llm_common import FIX_BY_KIND, RELAY_RECIPE, llm_failure, messages
 from app.frontends.doctor.options import DoctorOptions
 from app.frontends.doctor.target import Target
+from app.llm.body_cap import async_hook
 from app.llm.errors import LlmError
 from app.platform.redact import redact
 
@@ -98,7 +99,8 @@ async def measure_arrivals(target: Target, opts: DoctorOptions, max_tokens: int 
     arrivals: list[Arrival] = []
     from app.llm.loopback import trust_env  # a loopback endpoint is reached directly, never through a proxy
 
-    async with httpx2.AsyncClient(timeout=timeout, trust_env=trust_env(target.base_url)) as http:
+    async with httpx2.AsyncClient(timeout=timeout, trust_env=trust_env(target.base_url),
+                                  event_hooks={"response": [async_hook]}) as http:
         started = time.perf_counter()
         async with http.stream("POST", target.base_url.rstrip("/") + "/chat/completions", json=body,
                                headers=headers) as response:

@@ -11,6 +11,7 @@ from app.frontends.checks import CheckResult
 from app.frontends.doctor.options import DoctorOptions
 from app.frontends.doctor.report import format_result, write_json, write_summary
 from app.frontends.doctor.runner import collect
+from app.frontends.key_flags import KeyFlagError, add_key_flags, key_from_flags
 from app.platform.redact import redact, register_secret, register_url
 
 
@@ -19,7 +20,7 @@ def _parser() -> argparse.ArgumentParser:
                                 description="Check audio, ASR and the LLM endpoint; say what to fix.")
     p.add_argument("--json", action="store_true", help="machine-readable output on stdout")
     p.add_argument("--base-url", help="OpenAI-compatible endpoint (default: settings/OPENAI_BASE_URL)")
-    p.add_argument("--api-key", help="API key (default: OPENAI_API_KEY or the keychain)")
+    add_key_flags(p, "default: OPENAI_API_KEY or the keychain")
     p.add_argument("--model", help="model name (default: settings/COPILOT_MODEL)")
     p.add_argument("--device", help="audio input to listen to (see --list-devices)")
     p.add_argument("--config", metavar="FILE", help="settings file")
@@ -36,6 +37,11 @@ def run_doctor(argv: list[str], out: IO[str] | None = None) -> int:
     unknown flag is refused with the usage (exit 2, argparse's own)."""
     args = _parser().parse_args(argv)
     out = out or sys.stdout
+    try:
+        args.api_key = key_from_flags(args)
+    except KeyFlagError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     from app.core.config import load_settings
 
     settings, problems = load_settings(Path(args.config) if args.config else None)

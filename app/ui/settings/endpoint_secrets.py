@@ -113,6 +113,6 @@ class EndpointSecrets:
             return  # the keychain's failure stays on show
         if changed and not self.api_key.text():
             self.note.setText(f"Enter the key for {where}, or leave it empty for none: "
-                              "each host keeps its own key.")
+                              "each endpoint (scheme, host and port) keeps its own key.")
         else:
             self.note.setText("")
