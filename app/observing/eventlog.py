@@ -9,6 +9,9 @@ complete line and holds everything emitted more than that long before.
 Every line passes :func:`app.platform.redact.redact` (on the writer thread): no key or
 credential in a URL reaches a file, whatever message carried it.
 
+With ``sync`` (a session log), the file is fsynced when the log is closed: what the
+session said survives a power cut after it ended.
+
 A full queue (a disk that cannot keep up) drops events and counts them rather than
 blocking the emitter; a write that fails (disk full, folder gone) stops the writing,
 is reported once through ``on_error``, and the session goes on.
@@ -113,8 +116,9 @@ class EventLog:
     def __init__(self, stream: IO[str], *, skip: Iterable[str] = ("level",), name: str = "event log",
                  on_error: Callable[[str], None] | None = None,
                  redact: Callable[[str], str] | None = redact_secrets, max_queue: int = MAX_QUEUE,
-                 close_stream: bool = True) -> None:
+                 close_stream: bool = True, sync: bool = False) -> None:
         self._stream = stream
+        self._sync = sync
         self._close_stream = close_stream
         self._skip = frozenset(skip)
         self._name = name
@@ -180,6 +184,8 @@ class EventLog:
                 self._flush()
                 dirty, last_flush = False, time.monotonic()
         self._flush()
+        if self._sync:
+            self._fsync()
         if self._close_stream:
             with contextlib.suppress(OSError):
                 self._stream.close()
@@ -202,6 +208,16 @@ class EventLog:
             return
         try:
             self._stream.flush()
+        except (OSError, ValueError) as exc:
+            self._fail(exc)
+
+    def _fsync(self) -> None:
+        """The file on the disk itself, not only in the system's cache: a power cut after
+        the session ended loses nothing of it."""
+        if self._failed:
+            return
+        try:
+            os.fsync(self._stream.fileno())
         except (OSError, ValueError) as exc:
             self._fail(exc)
 

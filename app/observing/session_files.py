@@ -12,12 +12,13 @@ Logs and exports hold the interview word for word: they are the user's alone
 from __future__ import annotations
 
 import dataclasses
+import errno
 import json
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from app.core import events as ev
 from app.core.config import data_dir
@@ -46,13 +47,13 @@ class SessionLog:
 
     def __init__(self, path: Path | None = None, *, on_error: Callable[[str], None] | None = None) -> None:
         if path is None:
-            stamp = datetime.now().strftime("%Y%m%d-%H%M%S-%f")[:-3]
             private_dir(data_dir())
-            path = private_dir(sessions_dir()) / f"session-{stamp}.jsonl"
+            path, stream = _new_session_file(private_dir(sessions_dir()))
         else:
             make_dirs(path.parent)  # a folder the caller chose keeps its mode
+            stream = open_private(path, "a")
         self.path = path
-        self._writer = EventLog(open_private(path, "a"), skip=SKIP, name="session log", on_error=on_error)
+        self._writer = EventLog(stream, skip=SKIP, name="session log", on_error=on_error, sync=True)
         self._unsubscribe: Callable[[], None] | None = None
         self._bus: EventBus | None = None
 
@@ -80,6 +81,19 @@ class SessionLog:
     def close(self) -> None:
         self.detach()
         self._writer.close()
+
+
+def _new_session_file(folder: Path) -> tuple[Path, IO[str]]:
+    """A new file named for this moment, created exclusively: a second window started in
+    the same millisecond takes the next name, never the first one's file."""
+    stamp = datetime.now().strftime("%Y%m%d-%H%M%S-%f")[:-3]
+    for attempt in range(1, 100):
+        path = folder / (f"session-{stamp}.jsonl" if attempt == 1 else f"session-{stamp}-{attempt}.jsonl")
+        try:
+            return path, open_private(path, "x")
+        except FileExistsError:
+            continue
+    raise FileExistsError(errno.EEXIST, "too many sessions started at once", str(folder))
 
 
 @dataclass(frozen=True)
