@@ -129,6 +129,8 @@ class EventLog:
         self._failed = False
         self.dropped = 0
         """Events lost because the writer fell behind (reported at close)."""
+        self.failure: str | None = None
+        """Why writing stopped (a full disk, a folder removed), once it has."""
         self._thread = threading.Thread(target=self._run, name=f"writer:{name}", daemon=True)
         self._thread.start()
 
@@ -224,7 +226,13 @@ class EventLog:
     def _fail(self, exc: Exception) -> None:
         """Say it once and stop writing: the session (and the screen) go on."""
         self._failed = True
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        self.failure = reason
         if self._on_error is not None:
-            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
             self._on_error(f"cannot write the {self._name} any more ({reason}); "
                            "the session goes on, but what follows is not saved")
+
+    @property
+    def lost(self) -> bool:
+        """Something emitted was not written: writing failed, or the writer fell behind."""
+        return self.failure is not None or self.dropped > 0

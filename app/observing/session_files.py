@@ -13,12 +13,15 @@ from __future__ import annotations
 
 import dataclasses
 import errno
+import functools
 import json
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import IO, Any
+
+from pydantic import TypeAdapter, ValidationError
 
 from app.core import events as ev
 from app.core.config import data_dir
@@ -79,8 +82,14 @@ class SessionLog:
         self._writer.flush()
 
     def close(self) -> None:
+        """Write what is queued, fsync the file, close it."""
         self.detach()
         self._writer.close()
+
+    @property
+    def lost(self) -> bool:
+        """Part of the session is not in the file (a write failed, or the disk fell behind)."""
+        return self._writer.lost
 
 
 def _new_session_file(folder: Path) -> tuple[Path, IO[str]]:
@@ -137,29 +146,27 @@ class Session:
 
 
 def event_from_dict(data: dict[str, Any]) -> Event | None:
-    """The event a wire-form dict describes, or None for unknown or malformed ones."""
+    """The event a wire-form dict describes, or None for unknown or malformed ones.
+
+    Each field is checked against its type (pydantic, on the event's own dataclass), so a
+    line of valid JSON with the wrong shape (a number for a text, a list for a turn) is
+    malformed like a torn one, and nothing that reads the events meets a wrong type.
+    Fields the event does not have (a newer version's) are ignored.
+    """
     cls = _EVENT_TYPES.get(str(data.get("event")))
     if cls is None:
         return None
-    kwargs: dict[str, Any] = {}
-    for f in dataclasses.fields(cls):
-        if f.name not in data:
-            continue
-        value = data[f.name]
-        if f.name == "usage" and isinstance(value, dict):
-            value = ev.Usage(**{k: v for k, v in value.items() if k in _USAGE_FIELDS})
-        elif cls is ev.RecallEvent and f.name == "lines" and isinstance(value, list):
-            value = tuple(ev.RecallLine(**{k: v for k, v in line.items() if k in _RECALL_FIELDS})
-                          for line in value if isinstance(line, dict))
-        kwargs[f.name] = value
+    fields = {k: v for k, v in data.items() if k != "event"}
     try:
-        return cls(**kwargs)
-    except TypeError:
+        event: Event = _adapter(cls).validate_python(fields)
+    except ValidationError:
         return None
+    return event
 
 
-_USAGE_FIELDS = {f.name for f in dataclasses.fields(ev.Usage)}
-_RECALL_FIELDS = {f.name for f in dataclasses.fields(ev.RecallLine)}
+@functools.cache
+def _adapter(cls: type[Event]) -> TypeAdapter[Event]:
+    return TypeAdapter(cls)
 
 
 def parse_lines(lines: Iterable[str]) -> tuple[list[Event], int]:
@@ -170,7 +177,7 @@ def parse_lines(lines: Iterable[str]) -> tuple[list[Event], int]:
             continue
         try:
             data = json.loads(line)
-        except json.JSONDecodeError:
+        except (json.JSONDecodeError, RecursionError):  # torn, garbage, or nested past the stack
             skipped += 1
             continue
         event = event_from_dict(data) if isinstance(data, dict) else None
