@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import dataclasses
 import errno
-import functools
 import json
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -164,9 +163,15 @@ def event_from_dict(data: dict[str, Any]) -> Event | None:
     return event
 
 
-@functools.cache
 def _adapter(cls: type[Event]) -> TypeAdapter[Event]:
-    return TypeAdapter(cls)
+    """One validator per event type, built when its first line is read."""
+    adapter = _ADAPTERS.get(cls.name)
+    if adapter is None:
+        adapter = _ADAPTERS[cls.name] = TypeAdapter(cls)
+    return adapter
+
+
+_ADAPTERS: dict[str, TypeAdapter[Event]] = {}
 
 
 def parse_lines(lines: Iterable[str]) -> tuple[list[Event], int]:
