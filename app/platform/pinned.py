@@ -11,8 +11,12 @@ and compared with the pin below; the pins are tied to the exact package versions
 
 Hashing ~100 MB costs a few tenths of a second, too much for every start, so a match is
 remembered: a marker named after the pinned hash, in the cache folder, records the file's
-path, size, modification time and inode.  A later start whose file still has those skips
-the hash; any change (a reinstall, an edit) hashes again.  The marker is only a shortcut
+path, size, modification time, change time and inode.  A later start whose file still has
+those skips the hash; any change (a reinstall, an edit) hashes again.  The change time
+(``st_ctime``) is there because the modification time is the writer's to set back
+(``touch -d``, ``os.utime``) while the change time on Linux and macOS is the system's:
+any write or ``utime`` moves it.  (On Windows ``st_ctime`` is the creation time, which a
+rewrite in place keeps: there size, mtime and the file index stand alone.)  The marker is only a shortcut
 for the same user's own cache folder: whoever can write there could as well write the
 model's own folder.
 """
@@ -96,7 +100,7 @@ def verify_folder(folder: Path, pins: tuple[Pin, ...], *, root: Path | None = No
 
 
 def _stamp(path: Path, stat: os.stat_result) -> str:
-    return f"{path.resolve()}\n{stat.st_size}\n{stat.st_mtime_ns}\n{stat.st_ino}\n"
+    return f"{path.resolve()}\n{stat.st_size}\n{stat.st_mtime_ns}\n{stat.st_ctime_ns}\n{stat.st_ino}\n"
 
 
 def _read(marker: Path) -> str | None:
