@@ -8,10 +8,12 @@ use the parts are joined once into the user's cache folder and loaded from there
 
 The join is atomic and verified: the parts are streamed into a temporary name while a
 SHA-256 is computed, and only a file whose hash equals the pinned one is renamed to
-``model.bin``.  So a ``model.bin`` in the cache folder is always a complete, verified
-model (later starts only check its size), an interrupted or concurrent first start
-leaves at most a stray temporary file, and a damaged or mismatched part is reported in
-one sentence instead of surfacing as a CTranslate2 crash.  Nothing is downloaded.
+``model.bin``.  So an interrupted or concurrent first start leaves at most a stray
+temporary file, and a damaged or mismatched part is reported in one sentence instead of
+surfacing as a CTranslate2 crash.  Every later start checks each assembled file by its
+SHA-256 like every other bundled model (:func:`app.platform.pinned.verify_file`: hashed
+again whenever its size, mtime or ctime moved), and a file changed in the cache is
+assembled again from the parts.  Nothing is downloaded.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from pathlib import Path
 from app.asr.errors import ModelError
 from app.core.config import cache_dir
 from app.core.private import private_dir
+from app.platform.pinned import IntegrityError, Pin, verify_file
 
 log = logging.getLogger(__name__)
 
@@ -88,25 +91,27 @@ def ensure_multilingual_model(root: Path | None = None,
     fix when a part is missing or does not match the pinned hash.
     """
     folder = model_folder(root)
-    if _complete(folder):
-        return folder
+    markers = None if root is None else root / "verified"  # None: the cache folder's own
     private_dir(folder)
     for name in _ORDER:
         target = folder / name
         pinned = FILES[name]
-        if target.is_file() and target.stat().st_size == pinned.size:
+        if _verified(target, Pin(name, pinned.sha256, pinned.size), markers):
             continue
         sources = [_source(part, locate) for part in pinned.sources]
         log.info("assembling the multilingual Whisper model: %s", target)
         _write_verified(target, sources, pinned)
+        _verified(target, Pin(name, pinned.sha256, pinned.size), markers)  # remembered: no hash next start
     return folder
 
 
-def _complete(folder: Path) -> bool:
+def _verified(target: Path, pin: Pin, markers: Path | None) -> bool:
+    """``target`` is the pinned file (by its marker, or hashed); False: absent or not it."""
     try:
-        return all((folder / n).stat().st_size == FILES[n].size for n in _ORDER)
-    except OSError:
+        verify_file(target, pin, root=markers)
+    except IntegrityError:
         return False
+    return True
 
 
 def _source(part: Part, locate: dict[Part, Path] | None) -> Path:

@@ -7,8 +7,9 @@ session clock means the same thing as in a live session.
 
 WAV files (PCM 8/16/24/32-bit, IEEE float 32/64-bit, WAVE_FORMAT_EXTENSIBLE) are read
 with a small RIFF parser (Python 3.11's ``wave`` rejects float and extensible files) and
-converted with :mod:`app.audio.resample`.  Anything else is decoded with PyAV (installed
-with faster-whisper) when available.
+converted with :mod:`app.audio.resample`.  The header's rate, channels and length are
+checked before anything is allocated for them: a replay costs what the file's size says.
+Anything else is decoded with PyAV (installed with faster-whisper) when available.
 
 A multi-channel file is downmixed, unless ``channel`` picks one of its channels: a call
 recorded as a two-channel WAV (interviewer left, candidate right) is replayed as two
@@ -43,6 +44,17 @@ from app.core.clock import SessionClock
 _BLOCK_SECONDS = 0.5
 """Decode this much at a time: small enough to start at once, big enough to be cheap."""
 _FRAME_SECONDS = FRAME_SAMPLES / SAMPLE_RATE
+
+MIN_RATE, MAX_RATE = 8_000, 192_000
+"""Sample rates a recording can have: telephone audio (8 kHz) to studio masters (192 kHz).
+A header claiming more is damaged or made to cost: the resampler's filter and each read
+block grow with the rate, and a 1 MB file claiming a huge rate took 1.7x a normal run's
+memory to replay nothing."""
+MAX_CHANNELS = 32
+"""More than any recording layout (7.1.4 is 12, ambisonics of third order 16): beyond it
+a header is damaged, and each block read grows with the channels."""
+MAX_FMT_BYTES = 4096
+"""A 'fmt ' chunk is 16 to 40 bytes; a header claiming megabytes is not read into memory."""
 
 _PCM, _FLOAT, _EXTENSIBLE = 0x0001, 0x0003, 0xFFFE
 _FORMAT_NAMES = {0x0002: "MS ADPCM", 0x0006: "A-law", 0x0007: "µ-law", 0x0011: "IMA ADPCM",
@@ -88,6 +100,8 @@ def read_wav_info(path: Path) -> WavInfo:
                 raise AudioError(f"{path}: corrupt WAV file: no {missing}")
             chunk_id, size = chunk[:4], struct.unpack("<I", chunk[4:])[0]
             if chunk_id == b"fmt ":
+                if size > MAX_FMT_BYTES:
+                    raise AudioError(f"{path}: corrupt WAV file: 'fmt ' chunk claims {size} bytes")
                 fmt = f.read(size)
             elif chunk_id == b"data":
                 if fmt is None:
@@ -114,6 +128,12 @@ def _wav_info(path: Path, fmt: bytes, offset: int, size: int, file_size: int) ->
         tag = struct.unpack("<H", fmt[24:26])[0]  # first two bytes of the sub-format GUID
     if channels < 1 or rate < 1:
         raise AudioError(f"{path}: corrupt WAV file: {channels} channels at {rate} Hz")
+    if not MIN_RATE <= rate <= MAX_RATE:
+        raise AudioError(f"{path}: unsupported WAV sample rate {rate} Hz: a recording is "
+                         f"{MIN_RATE // 1000}-{MAX_RATE // 1000} kHz (the header may be damaged); "
+                         "convert it, e.g. `sox in.wav -r 16000 out.wav`")
+    if channels > MAX_CHANNELS:
+        raise AudioError(f"{path}: corrupt WAV file: {channels} channels (at most {MAX_CHANNELS})")
     dtype = _sample_dtype(path, tag, bits)
     sample_bytes = bits // 8
     # Streaming writers leave the size at 0 or 0xFFFFFFFF; truncated files claim too much.

@@ -8,8 +8,10 @@ lives in the OS keychain (see :mod:`app.platform.secrets`) or the environment.
 
 from __future__ import annotations
 
+import itertools
 import os
 import re
+import threading
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,7 +21,7 @@ import platformdirs
 import tomli_w
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from app.core.private import private_dir, write_private_text
+from app.core.private import make_dirs, private_dir, write_private_text
 from app.core.settings_file import ConfigProblem as ConfigProblem  # where the app reads it from
 from app.core.settings_file import KeyLines, prune_invalid
 
@@ -533,13 +535,42 @@ def _toml_error_line(exc: Exception) -> int | None:
     return int(match.group(1)) if match else None
 
 
-def save_settings(settings: Settings, path: Path | None = None) -> Path:
+def save_settings(settings: Settings, path: Path | None = None, *, asked: int | None = None) -> Path:
     """Write settings as TOML (atomic replace, readable by the user alone: it says where
     the user's LLM lives); the API key is never part of it.
 
     ``tomli_w`` escapes whatever a user can type (quotes, backslashes, ``\r\n``, tabs,
     emoji), so the file always reads back to the same settings.
+
+    Saves are serialised, and the last one asked for wins: ``asked`` is when it was asked
+    (:func:`save_ticket`, taken before handing the save to a thread; now by default), and
+    a save that reaches the file after a later one has landed is dropped, so a slow
+    background save never puts back older settings.  Only the app's own settings folder
+    is made 0700: the folder of a ``--config`` file elsewhere (``$HOME``) keeps its mode.
     """
+    asked = save_ticket() if asked is None else asked
     path = path or config_path()
-    private_dir(path.parent)
-    return write_private_text(path, tomli_w.dumps(settings.model_dump(mode="json", exclude_none=True)))
+    text = tomli_w.dumps(settings.model_dump(mode="json", exclude_none=True))
+    with _SAVING:
+        key = os.path.abspath(path)
+        if _LANDED.get(key, -1) > asked:
+            return path  # a later save is on disk already
+        if path.parent == config_dir():
+            private_dir(path.parent)
+        else:
+            make_dirs(path.parent)  # the user's folder: created 0700 if missing, else left alone
+        write_private_text(path, text)
+        _LANDED[key] = asked
+    return path
+
+
+_SAVING = threading.Lock()
+_LANDED: dict[str, int] = {}
+"""The ticket of the newest save on disk, by the file's absolute path."""
+_TICKETS = itertools.count()
+
+
+def save_ticket() -> int:
+    """A number that orders saves by when they were asked for (``next`` on a count is
+    atomic under the GIL)."""
+    return next(_TICKETS)

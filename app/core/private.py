@@ -14,6 +14,7 @@ Design notes: decision 0038.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import stat
 import sys
@@ -26,7 +27,18 @@ FILE_MODE = 0o600
 DIR_MODE = 0o700
 """Enter, list and create for the user; nothing for the group or others."""
 
-_FLAGS = {"w": os.O_WRONLY | os.O_CREAT | os.O_TRUNC, "a": os.O_WRONLY | os.O_CREAT | os.O_APPEND}
+_FLAGS = {"w": os.O_WRONLY | os.O_CREAT | os.O_TRUNC, "a": os.O_WRONLY | os.O_CREAT | os.O_APPEND,
+          "x": os.O_WRONLY | os.O_CREAT | os.O_EXCL}
+_NOFOLLOW: int = getattr(os, "O_NOFOLLOW", 0)
+_LINK_ERRNOS = frozenset({errno.ELOOP, errno.EMLINK})
+"""What ``open`` with ``O_NOFOLLOW`` raises on a link: ELOOP (Linux, macOS), EMLINK (FreeBSD)."""
+
+
+class NotPrivate(PermissionError):
+    """A name that is not the user's own file to write; ``strerror`` says why and what to do."""
+
+    def __init__(self, path: str | os.PathLike[str], why: str) -> None:
+        super().__init__(errno.EPERM, why, os.fspath(path))
 
 
 def private_dir(path: Path) -> Path:
@@ -34,12 +46,21 @@ def private_dir(path: Path) -> Path:
     each 0700), or set to 0700 if the user's folder exists with other bits (made by an
     earlier version, or under another umask)."""
     make_dirs(path)
-    if sys.platform != "win32":
+    if sys.platform != "win32" and not _holds_home(path):
         st = path.stat()
         mine = st.st_uid == os.geteuid()  # another user's folder: theirs to open anyway
         if mine and stat.S_IMODE(st.st_mode) != DIR_MODE:
             os.chmod(path, DIR_MODE)
     return path
+
+
+def _holds_home(path: Path) -> bool:
+    """The home folder or one above it: never the app's to tighten, whatever names it."""
+    try:
+        home = Path.home().resolve()
+        return path.resolve() in (home, *home.parents)
+    except (OSError, RuntimeError):  # no home to resolve: nothing to protect
+        return False
 
 
 def make_dirs(path: Path) -> Path:
@@ -63,14 +84,15 @@ def make_dirs(path: Path) -> Path:
 
 
 def private_fd(path: str | os.PathLike[str], flags: int) -> int:
-    """``os.open`` with mode 0600; a regular file of the user's that already existed with
-    other bits is set to 0600 too (a device, a pipe or ``/dev/null`` is left as it is)."""
-    fd = os.open(path, flags | getattr(os, "O_BINARY", 0), FILE_MODE)
+    """``os.open`` with mode 0600 of the user's own file (see the module's docstring:
+    :class:`NotPrivate` otherwise); a regular file that already existed with other bits is
+    set to 0600 too (a device, a pipe or ``/dev/null`` is left as it is)."""
+    fd = _open_unfollowed(path, flags | getattr(os, "O_BINARY", 0))
     if sys.platform != "win32":
         try:
             st = os.fstat(fd)
-            mine = st.st_uid == os.geteuid()  # another user's file: theirs to read anyway
-            if stat.S_ISREG(st.st_mode) and mine and stat.S_IMODE(st.st_mode) != FILE_MODE:
+            _check_owned(path, st)
+            if stat.S_ISREG(st.st_mode) and stat.S_IMODE(st.st_mode) != FILE_MODE:
                 os.fchmod(fd, FILE_MODE)
         except BaseException:
             os.close(fd)
@@ -78,12 +100,47 @@ def private_fd(path: str | os.PathLike[str], flags: int) -> int:
     return fd
 
 
-def open_private(path: str | os.PathLike[str], mode: Literal["w", "a"] = "w") -> IO[str]:
-    """A UTF-8 text file opened for writing (``w``: emptied first) or appending (``a``),
-    readable by the user alone."""
+def _open_unfollowed(path: str | os.PathLike[str], flags: int) -> int:
+    """``path`` opened without following a link to a file; a link to a pipe or a terminal
+    is opened as it is, without ``O_CREAT``/``O_TRUNC``, and kept only if it leads to one."""
+    try:
+        if sys.platform == "win32" and os.path.islink(path):  # no O_NOFOLLOW there
+            raise OSError(errno.ELOOP, "a symbolic link", os.fspath(path))
+        return os.open(path, flags | _NOFOLLOW, FILE_MODE)
+    except OSError as exc:
+        if exc.errno not in _LINK_ERRNOS or not os.path.islink(path):
+            raise
+    try:
+        fd = os.open(path, flags & ~(os.O_CREAT | os.O_TRUNC | os.O_EXCL))
+    except FileNotFoundError:  # a link to nowhere: nothing is created through it
+        raise NotPrivate(path, _LINK) from None
+    mode = os.fstat(fd).st_mode
+    if stat.S_ISFIFO(mode) or stat.S_ISCHR(mode):
+        return fd
+    os.close(fd)
+    raise NotPrivate(path, _LINK)
+
+
+_LINK = "is a symbolic link, which is never written through: name the file itself (or - for stdout)"
+
+
+def _check_owned(path: str | os.PathLike[str], st: os.stat_result) -> None:
+    """Refuse what another user owns (a device such as ``/dev/null`` aside: it keeps
+    nothing) and a regular file with a second name (a hard link to it elsewhere)."""
+    if sys.platform == "win32":  # no owner in a stat there: the profile's ACL decides
+        return
+    if st.st_uid != os.geteuid() and not stat.S_ISCHR(st.st_mode):
+        raise NotPrivate(path, "belongs to another user: choose a file of your own")
+    if stat.S_ISREG(st.st_mode) and st.st_nlink > 1:
+        raise NotPrivate(path, "has another name (a hard link): choose a file of its own")
+
+
+def open_private(path: str | os.PathLike[str], mode: Literal["w", "a", "x"] = "w") -> IO[str]:
+    """A UTF-8 text file opened for writing (``w``: emptied first), appending (``a``) or
+    created new (``x``: FileExistsError if the name is taken), readable by the user alone."""
     fd = private_fd(path, _FLAGS[mode])
     try:
-        return open(fd, mode, encoding="utf-8")
+        return open(fd, "a" if mode == "a" else "w", encoding="utf-8")
     except BaseException:
         os.close(fd)
         raise
@@ -93,9 +150,12 @@ def write_private_text(path: Path, text: str) -> Path:
     """Write ``text`` to ``path`` (UTF-8) readable by the user alone, replacing it whole:
     a reader (or a crash) sees the old file or the new one, never half of one.
 
-    The text goes to a temporary file beside ``path`` (``mkstemp``: 0600, a name no other
-    writer picks), is flushed to the disk, then renamed over ``path``.
+    The text goes to a temporary file beside ``path`` (``mkstemp``: ``O_EXCL``, 0600, a
+    name no other writer picks), is flushed to the disk, then renamed over ``path`` (the
+    rename, too, on POSIX).  A link or another user's file at ``path`` is refused
+    (:class:`NotPrivate`) rather than replaced: it is not the user's file to overwrite.
     """
+    _check_replaceable(path)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with open(fd, "w", encoding="utf-8") as out:
@@ -109,4 +169,28 @@ def write_private_text(path: Path, text: str) -> Path:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
+    sync_folder(path.parent)
     return path
+
+
+def _check_replaceable(path: Path) -> None:
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return
+    if stat.S_ISLNK(st.st_mode):
+        raise NotPrivate(path, _LINK)
+    _check_owned(path, st)
+
+
+def sync_folder(folder: Path) -> None:
+    """Make a rename or a new name in ``folder`` durable (POSIX; Windows cannot open a
+    folder for it, and NTFS journals names itself)."""
+    if sys.platform == "win32":
+        return
+    with contextlib.suppress(OSError):  # a file system that cannot sync folders: the rename still holds
+        fd = os.open(folder, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)

@@ -193,6 +193,10 @@ def _listen(settings: Settings, args: argparse.Namespace) -> int:
     finally:
         log.close()
         print(f"session saved: {log.path}", file=sys.stderr)
+    if code == EXIT_OK and log.lost:
+        print(f"error: the session file {log.path} is incomplete: what the session said after "
+              "the write error is not in it", file=sys.stderr)
+        return EXIT_FAILED
     if code == EXIT_OK and unanswered.turns:
         print(f"error: {len(unanswered.turns)} question(s) got no answer: the LLM endpoint failed",
               file=sys.stderr)

@@ -9,6 +9,9 @@ complete line and holds everything emitted more than that long before.
 Every line passes :func:`app.platform.redact.redact` (on the writer thread): no key or
 credential in a URL reaches a file, whatever message carried it.
 
+With ``sync`` (a session log), the file is fsynced when the log is closed: what the
+session said survives a power cut after it ended.
+
 A full queue (a disk that cannot keep up) drops events and counts them rather than
 blocking the emitter; a write that fails (disk full, folder gone) stops the writing,
 is reported once through ``on_error``, and the session goes on.
@@ -113,8 +116,9 @@ class EventLog:
     def __init__(self, stream: IO[str], *, skip: Iterable[str] = ("level",), name: str = "event log",
                  on_error: Callable[[str], None] | None = None,
                  redact: Callable[[str], str] | None = redact_secrets, max_queue: int = MAX_QUEUE,
-                 close_stream: bool = True) -> None:
+                 close_stream: bool = True, sync: bool = False) -> None:
         self._stream = stream
+        self._sync = sync
         self._close_stream = close_stream
         self._skip = frozenset(skip)
         self._name = name
@@ -125,6 +129,8 @@ class EventLog:
         self._failed = False
         self.dropped = 0
         """Events lost because the writer fell behind (reported at close)."""
+        self.failure: str | None = None
+        """Why writing stopped (a full disk, a folder removed), once it has."""
         self._thread = threading.Thread(target=self._run, name=f"writer:{name}", daemon=True)
         self._thread.start()
 
@@ -180,6 +186,8 @@ class EventLog:
                 self._flush()
                 dirty, last_flush = False, time.monotonic()
         self._flush()
+        if self._sync:
+            self._fsync()
         if self._close_stream:
             with contextlib.suppress(OSError):
                 self._stream.close()
@@ -205,10 +213,26 @@ class EventLog:
         except (OSError, ValueError) as exc:
             self._fail(exc)
 
+    def _fsync(self) -> None:
+        """The file on the disk itself, not only in the system's cache: a power cut after
+        the session ended loses nothing of it."""
+        if self._failed:
+            return
+        try:
+            os.fsync(self._stream.fileno())
+        except (OSError, ValueError) as exc:
+            self._fail(exc)
+
     def _fail(self, exc: Exception) -> None:
         """Say it once and stop writing: the session (and the screen) go on."""
         self._failed = True
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        self.failure = reason
         if self._on_error is not None:
-            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
             self._on_error(f"cannot write the {self._name} any more ({reason}); "
                            "the session goes on, but what follows is not saved")
+
+    @property
+    def lost(self) -> bool:
+        """Something emitted was not written: writing failed, or the writer fell behind."""
+        return self.failure is not None or self.dropped > 0

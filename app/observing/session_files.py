@@ -12,12 +12,15 @@ Logs and exports hold the interview word for word: they are the user's alone
 from __future__ import annotations
 
 import dataclasses
+import errno
 import json
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
+
+from pydantic import TypeAdapter, ValidationError
 
 from app.core import events as ev
 from app.core.config import data_dir
@@ -46,13 +49,13 @@ class SessionLog:
 
     def __init__(self, path: Path | None = None, *, on_error: Callable[[str], None] | None = None) -> None:
         if path is None:
-            stamp = datetime.now().strftime("%Y%m%d-%H%M%S-%f")[:-3]
             private_dir(data_dir())
-            path = private_dir(sessions_dir()) / f"session-{stamp}.jsonl"
+            path, stream = _new_session_file(private_dir(sessions_dir()))
         else:
             make_dirs(path.parent)  # a folder the caller chose keeps its mode
+            stream = open_private(path, "a")
         self.path = path
-        self._writer = EventLog(open_private(path, "a"), skip=SKIP, name="session log", on_error=on_error)
+        self._writer = EventLog(stream, skip=SKIP, name="session log", on_error=on_error, sync=True)
         self._unsubscribe: Callable[[], None] | None = None
         self._bus: EventBus | None = None
 
@@ -78,8 +81,27 @@ class SessionLog:
         self._writer.flush()
 
     def close(self) -> None:
+        """Write what is queued, fsync the file, close it."""
         self.detach()
         self._writer.close()
+
+    @property
+    def lost(self) -> bool:
+        """Part of the session is not in the file (a write failed, or the disk fell behind)."""
+        return self._writer.lost
+
+
+def _new_session_file(folder: Path) -> tuple[Path, IO[str]]:
+    """A new file named for this moment, created exclusively: a second window started in
+    the same millisecond takes the next name, never the first one's file."""
+    stamp = datetime.now().strftime("%Y%m%d-%H%M%S-%f")[:-3]
+    for attempt in range(1, 100):
+        path = folder / (f"session-{stamp}.jsonl" if attempt == 1 else f"session-{stamp}-{attempt}.jsonl")
+        try:
+            return path, open_private(path, "x")
+        except FileExistsError:
+            continue
+    raise FileExistsError(errno.EEXIST, "too many sessions started at once", str(folder))
 
 
 @dataclass(frozen=True)
@@ -123,29 +145,33 @@ class Session:
 
 
 def event_from_dict(data: dict[str, Any]) -> Event | None:
-    """The event a wire-form dict describes, or None for unknown or malformed ones."""
+    """The event a wire-form dict describes, or None for unknown or malformed ones.
+
+    Each field is checked against its type (pydantic, on the event's own dataclass), so a
+    line of valid JSON with the wrong shape (a number for a text, a list for a turn) is
+    malformed like a torn one, and nothing that reads the events meets a wrong type.
+    Fields the event does not have (a newer version's) are ignored.
+    """
     cls = _EVENT_TYPES.get(str(data.get("event")))
     if cls is None:
         return None
-    kwargs: dict[str, Any] = {}
-    for f in dataclasses.fields(cls):
-        if f.name not in data:
-            continue
-        value = data[f.name]
-        if f.name == "usage" and isinstance(value, dict):
-            value = ev.Usage(**{k: v for k, v in value.items() if k in _USAGE_FIELDS})
-        elif cls is ev.RecallEvent and f.name == "lines" and isinstance(value, list):
-            value = tuple(ev.RecallLine(**{k: v for k, v in line.items() if k in _RECALL_FIELDS})
-                          for line in value if isinstance(line, dict))
-        kwargs[f.name] = value
+    fields = {k: v for k, v in data.items() if k != "event"}
     try:
-        return cls(**kwargs)
-    except TypeError:
+        event: Event = _adapter(cls).validate_python(fields)
+    except ValidationError:
         return None
+    return event
 
 
-_USAGE_FIELDS = {f.name for f in dataclasses.fields(ev.Usage)}
-_RECALL_FIELDS = {f.name for f in dataclasses.fields(ev.RecallLine)}
+def _adapter(cls: type[Event]) -> TypeAdapter[Event]:
+    """One validator per event type, built when its first line is read."""
+    adapter = _ADAPTERS.get(cls.name)
+    if adapter is None:
+        adapter = _ADAPTERS[cls.name] = TypeAdapter(cls)
+    return adapter
+
+
+_ADAPTERS: dict[str, TypeAdapter[Event]] = {}
 
 
 def parse_lines(lines: Iterable[str]) -> tuple[list[Event], int]:
@@ -156,7 +182,7 @@ def parse_lines(lines: Iterable[str]) -> tuple[list[Event], int]:
             continue
         try:
             data = json.loads(line)
-        except json.JSONDecodeError:
+        except (json.JSONDecodeError, RecursionError):  # torn, garbage, or nested past the stack
             skipped += 1
             continue
         event = event_from_dict(data) if isinstance(data, dict) else None

@@ -91,7 +91,7 @@ def verify_folder(folder: Path, pins: tuple[Pin, ...], *, root: Path | None = No
 
 
 def _stamp(path: Path, stat: os.stat_result) -> str:
-    return f"{path.resolve()}\n{stat.st_size}\n{stat.st_mtime_ns}\n{stat.st_ino}\n"
+    return f"{path.resolve()}\n{stat.st_size}\n{stat.st_mtime_ns}\n{stat.st_ctime_ns}\n{stat.st_ino}\n"
 
 
 def _read(marker: Path) -> str | None:

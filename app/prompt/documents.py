@@ -12,7 +12,10 @@ pass, so no file, however made, can stall the session's start or fill the memory
 
 from __future__ import annotations
 
+import os
 import re
+import stat
+import sys
 from collections import Counter
 from pathlib import Path
 
@@ -144,24 +147,19 @@ def strip_html_comments(text: str) -> str:
 
 
 def _read_bytes(p: Path, what: str) -> bytes:
+    """The file's bytes, read only from a regular file and only as many as it says it
+    holds: a pipe, a device or a system file (``/proc``, ``/sys``) is refused, since
+    reading one may never end (a FIFO no one writes to, ``/dev/zero``)."""
     try:
-        if not p.exists():
-            raise DocumentError(
-                f"{what} was not found at {p}: it may have been moved or deleted; "
-                "pick it again in Settings.",
-                p,
-            )
-        if p.is_dir():
-            raise DocumentError(
-                f"{what} is a folder, not a file: pick the file itself in Settings.", p
-            )
-        if p.stat().st_size > MAX_FILE_BYTES:
-            raise DocumentError(
-                f"{what} is too large ({p.stat().st_size // (1024 * 1024)} MB) to be a résumé or "
-                "job description: pick a smaller file in Settings.",
-                p,
-            )
-        data = p.read_bytes()
+        fd = os.open(p, os.O_RDONLY | getattr(os, "O_BINARY", 0) | _NONBLOCK)  # a FIFO opens at once
+    except FileNotFoundError:
+        raise DocumentError(
+            f"{what} was not found at {p}: it may have been moved or deleted; "
+            "pick it again in Settings.",
+            p,
+        ) from None
+    except IsADirectoryError:
+        raise DocumentError(f"{what} is a folder, not a file: pick the file itself in Settings.", p) from None
     except PermissionError:
         raise DocumentError(
             f"{what} could not be opened (permission denied): move it somewhere you can read "
@@ -169,14 +167,72 @@ def _read_bytes(p: Path, what: str) -> bytes:
             p,
         ) from None
     except OSError as exc:
-        raise DocumentError(
-            f"{what} could not be read ({exc.strerror or 'input/output error'}): copy it to a "
-            "local folder and pick it again in Settings.",
-            p,
-        ) from None
+        raise _unreadable(what, p, exc) from None
+    try:
+        data = _read_regular(fd, p, what)
+    finally:
+        os.close(fd)
     if not data.strip():
         raise DocumentError(f"{what} is empty: add the text and pick it again in Settings.", p)
     return data
+
+
+_NONBLOCK: int = getattr(os, "O_NONBLOCK", 0)
+_SYSTEM_FOLDERS = ("/proc", "/sys", "/dev")
+
+
+def _read_regular(fd: int, p: Path, what: str) -> bytes:
+    try:
+        st = os.fstat(fd)
+        if stat.S_ISDIR(st.st_mode):
+            raise DocumentError(f"{what} is a folder, not a file: pick the file itself in Settings.", p)
+        if not stat.S_ISREG(st.st_mode) or _in_system_folder(p):
+            raise DocumentError(
+                f"{what} is not a document but {_kind(st.st_mode, p)}, which could be read "
+                "forever: pick the file itself in Settings.",
+                p,
+            )
+        if st.st_size > MAX_FILE_BYTES:
+            raise DocumentError(
+                f"{what} is too large ({st.st_size // (1024 * 1024)} MB) to be a résumé or "
+                "job description: pick a smaller file in Settings.",
+                p,
+            )
+        chunks: list[bytes] = []
+        left = st.st_size  # a file that grows while read is cut where it was when opened
+        while left > 0 and (chunk := os.read(fd, min(left, 1 << 20))):
+            chunks.append(chunk)
+            left -= len(chunk)
+        return b"".join(chunks)
+    except OSError as exc:
+        raise _unreadable(what, p, exc) from None
+
+
+def _in_system_folder(p: Path) -> bool:
+    """Linux's and macOS's views of the system (``/proc``'s files say they are empty,
+    and some never end): no résumé lives there."""
+    if sys.platform == "win32":
+        return False
+    real = os.path.realpath(p)
+    return any(real == top or real.startswith(top + "/") for top in _SYSTEM_FOLDERS)
+
+
+def _kind(mode: int, p: Path) -> str:
+    if stat.S_ISFIFO(mode):
+        return "a pipe (FIFO)"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return f"a system file ({os.path.realpath(p)})"
+
+
+def _unreadable(what: str, p: Path, exc: OSError) -> DocumentError:
+    return DocumentError(
+        f"{what} could not be read ({exc.strerror or 'input/output error'}): copy it to a "
+        "local folder and pick it again in Settings.",
+        p,
+    )
 
 
 def _decode_text(data: bytes, p: Path, what: str) -> str:

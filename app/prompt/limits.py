@@ -43,11 +43,16 @@ class Deadline:
     def check(self) -> None:
         """Raise :class:`Unreadable` once the time is up."""
         if time.monotonic() >= self._end:  # ">=": a limit of 0 is over at once, however coarse the clock
-            raise Unreadable(
-                f"took longer than {self.seconds:g} s to read, so it was skipped (it may be "
-                "damaged, or made to stall programs that read it): save it again as .docx, "
-                ".pdf, .txt or .md, or paste its text into a .txt file, and pick that in Settings"
-            )
+            raise late(self.seconds)
+
+
+def late(seconds: float) -> Unreadable:
+    """The refusal of a file still being read after ``seconds``."""
+    return Unreadable(
+        f"took longer than {seconds:g} s to read, so it was skipped (it may be "
+        "damaged, or made to stall programs that read it): save it again as .docx, "
+        ".pdf, .txt or .md, or paste its text into a .txt file, and pick that in Settings"
+    )
 
 
 def raw_text_budget(max_chars: int) -> int:

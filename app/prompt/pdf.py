@@ -1,8 +1,10 @@
 """The text of a PDF, page by page, within fixed bounds.
 
-pypdf does the reading (its own limits cap what one stream may decompress to); here its
-work is cut into steps we can stop between: a page at a time, and inside a page at each
-piece of text it finds, where the deadline and the text budget are checked.  pypdf raises
+pypdf does the reading (its own limits cap what one stream may decompress to), in a
+process of its own where the time limit and a memory cap are enforced from outside
+(:mod:`app.prompt.worker`: pypdf parses a whole content stream in one step).  Inside,
+its work is cut into steps we can stop between: a page at a time, and inside a page at
+each piece of text it finds, where the deadline and the text budget are checked.  pypdf raises
 many kinds of exception on a damaged file (its own, and ``ValueError``, ``KeyError``,
 ``struct.error`` …), so every one of them means "damaged" here.
 """
@@ -13,6 +15,7 @@ import io
 from typing import Any
 
 from app.prompt.limits import Deadline, Unreadable
+from app.prompt.worker import read_bounded
 
 MAX_PAGES = 40
 """Pages read.  A résumé is one to three pages and a job description one or two; a long
@@ -54,9 +57,17 @@ class _PageText:
 
 def pdf_pages(data: bytes, *, deadline: Deadline, max_text: int) -> list[str]:
     """Text of each page, stopping after about ``max_text`` characters or
-    :data:`MAX_PAGES` pages.  Raises :class:`Unreadable` for any file it cannot read."""
+    :data:`MAX_PAGES` pages, read in a process of its own within ``deadline``'s seconds
+    and a memory cap (:mod:`app.prompt.worker`).  Raises :class:`Unreadable` for any file
+    it cannot read."""
     if b"%PDF-" not in data[:1024]:
         raise Unreadable(f"is not a real PDF (its contents are something else): {_FIX_TYPE}")
+    return read_bounded(pdf_pages_here, (data, max_text), seconds=deadline.seconds)
+
+
+def pdf_pages_here(data: bytes, max_text: int, deadline: Deadline) -> list[str]:
+    """:func:`pdf_pages` in this process, bounded only by the checks between pypdf's steps
+    (what the worker runs)."""
     try:
         return _pages(data, deadline, max_text)
     except Unreadable:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import signal
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -13,6 +13,7 @@ from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import QApplication
 
 from app.core.config import APP_NAME, ConfigProblem, Settings
+from app.core.events import ErrorEvent
 from app.observing.session_files import SessionLog
 from app.ui.qtcompat import protect_singletons
 from app.ui.window import MainWindow
@@ -38,6 +39,13 @@ def ensure_app() -> QApplication:
     return app
 
 
+def _banner_on(controller: Controller) -> Callable[[str], None]:
+    """A session log's write error as an error event: the window shows it as a banner
+    (from the writer's thread: the bus hands it to the GUI thread)."""
+    return lambda message: controller.bus.emit(
+        ErrorEvent(t=controller.clock.now(), stage="session log", message=message))
+
+
 def run_window(
     controller: Controller,
     settings: Settings,
@@ -57,7 +65,7 @@ def run_window(
     """
     app = ensure_app()
     own_log = session_log is None
-    log = session_log if session_log is not None else SessionLog()
+    log = session_log if session_log is not None else SessionLog(on_error=_banner_on(controller))
     log.attach(controller.bus)
     window: MainWindow | None = None
     previous_sigint = signal.getsignal(signal.SIGINT)

@@ -27,7 +27,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.core.config import ConfigProblem, Settings, config_dir, save_settings
+from app.core.config import ConfigProblem, Settings, config_dir, save_settings, save_ticket
 from app.core.events import (
     AnswerDoneEvent,
     EndpointEvent,
@@ -286,10 +286,11 @@ class MainWindow(QMainWindow):
 
     def _save_in_background(self, settings: Settings) -> None:
         path = self.settings_path
+        asked = save_ticket()  # now, on the GUI thread: the order the user changed things in
 
         def save() -> None:
             try:
-                save_settings(settings, path)
+                save_settings(settings, path, asked=asked)
             except OSError as exc:
                 self._background_error.emit(f"Could not save the settings file: {exc}")
 

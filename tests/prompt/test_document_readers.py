@@ -323,16 +323,30 @@ def test_read_errors_become_document_errors(
     path = tmp_path / "cv.txt"
     path.write_text("Jane", encoding="utf-8")
 
-    def denied(self: Path) -> bytes:
-        raise PermissionError(13, "Permission denied")
+    real_open, real_read = os.open, os.read
+    ours: set[int] = set()
 
-    monkeypatch.setattr(Path, "read_bytes", denied)
+    def denied(name: str | os.PathLike[str], *args: int) -> int:
+        if Path(name) == path:
+            raise PermissionError(13, "Permission denied")
+        return real_open(name, *args)
+
+    monkeypatch.setattr(os, "open", denied)
     assert "permission denied" in str(_error(path))
 
-    def io_error(self: Path) -> bytes:
-        raise OSError(5, "Input/output error")
+    def opened(name: str | os.PathLike[str], *args: int) -> int:
+        fd = real_open(name, *args)
+        if Path(name) == path:
+            ours.add(fd)
+        return fd
 
-    monkeypatch.setattr(Path, "read_bytes", io_error)
+    def io_error(fd: int, n: int) -> bytes:
+        if fd in ours:
+            raise OSError(5, "Input/output error")
+        return real_read(fd, n)
+
+    monkeypatch.setattr(os, "open", opened)
+    monkeypatch.setattr(os, "read", io_error)
     assert "Input/output error" in str(_error(path))
 
 

@@ -803,3 +803,18 @@ def test_settings_choose_the_candidates_microphone_from_the_same_list(
     again.accept()
     off, _ = load_settings(path)
     assert off.audio.candidate == "off" and off.audio.candidate_device == "USB Headset Mic"
+
+
+def test_background_saves_that_land_out_of_order_keep_the_last_choice(
+    qtbot: QtBot, window: MainWindow, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two menu changes in a row save on two threads; the first thread running last must
+    not put the older theme back (issue 54, item 2)."""
+    started: list[threading.Thread] = []
+    monkeypatch.setattr(threading.Thread, "start", lambda self: started.append(self))
+    window.theme_actions["light"].trigger()
+    window.theme_actions["dark"].trigger()
+    assert len(started) == 2
+    for thread in reversed(started):  # the newer save lands first, the older one after it
+        thread.run()
+    assert load_settings(tmp_path / "config" / "settings.toml")[0].ui.theme == "dark"
