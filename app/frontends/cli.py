@@ -4,6 +4,7 @@
 ``interview-copilot --audio demo.wav``     the window replaying a file (the demo)
 ``interview-copilot listen --headless …``  the whole pipeline, answers on stdout
 ``interview-copilot transcribe a.wav``     live transcription only
+``interview-copilot read shot.png``        the text on a screenshot, as the window reads it
 ``interview-copilot bench asr|turns|signals …``  the benchmarks
 
 Exit codes: 0 done; 1 a failure while running (the audio device died); 2 a problem to
@@ -121,6 +122,8 @@ def _command(argv: list[str]) -> int:
     try:
         if args.command == "transcribe":
             return _transcribe(settings, args)
+        if args.command == "read":
+            return _read(args)
         if args.command == "bench":
             from app.frontends.checkout import run_bench  # devtools/, in a source checkout only
 
@@ -158,6 +161,20 @@ def _transcribe(settings: Settings, args: argparse.Namespace) -> int:
         if not writing:
             session.bus.subscribe(LiveTranscript(sys.stdout))
         return _run(session, args)
+
+
+def _read(args: argparse.Namespace) -> int:
+    """``read IMAGE``: the text on a screenshot as read, code indented; 2 when there is none."""
+    from app.screen.errors import ScreenError
+    from app.screen.ocr import Reader
+    from app.screen.picture import load
+
+    try:
+        text = Reader().read(load(Path(args.image)), args.language or "en").text
+    except ScreenError as exc:
+        raise FatalError(str(exc)) from exc
+    print(text)
+    return EXIT_OK
 
 
 def _listen(settings: Settings, args: argparse.Namespace) -> int:
@@ -460,6 +477,10 @@ def _parser() -> argparse.ArgumentParser:
 
     t = sub.add_parser("transcribe", help="live transcription of a file or device")
     _add_audio_flags(t, positional=True)
+
+    read = sub.add_parser("read", help="print the text on a screenshot as read (code indented)")
+    read.add_argument("image", help="a screenshot (PNG, JPEG, …)")
+    read.add_argument("--language", help="zh: keep Chinese punctuation (default: en)")
 
     listen = sub.add_parser("listen", help="the whole pipeline (window, or --headless)")
     listen.add_argument("--headless", action="store_true", help="no window: print to the terminal")

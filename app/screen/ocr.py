@@ -1,0 +1,128 @@
+"""RapidOCR with the models its wheel carries: loaded on the first capture, read in order.
+
+The PP-OCRv6 small detector and recogniser (one model for Chinese and English, Apache-2.0)
+ship inside the ``rapidocr`` wheel; their paths are given explicitly so nothing is ever
+fetched from a model hub.  The angle classifier is off: screen text is upright.  The
+engine is built on the first :meth:`Reader.read` (importing it alone takes a second, and
+a session that never captures never pays it), then reused; reads are serialised (one
+engine, one set of buffers) and belong off the UI thread.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import unicodedata
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from app.platform.cores import pass_threads
+from app.screen.errors import NothingReadable, OcrUnavailable
+from app.screen.layout import Box, box_from_points, reading_order
+from app.screen.picture import Image, check_not_one_colour, prepare
+
+DETECTOR = "PP-OCRv6_det_small.onnx"
+RECOGNISER = "PP-OCRv6_rec_small.onnx"
+MIN_SCORE = 0.5
+"""RapidOCR's own default text score: below it a box is noise (a cursor, an icon)."""
+_ASCII_PUNCTUATION = str.maketrans({"，": ",", "：": ":", "；": ";", "（": "(", "）": ")", "！": "!",
+                                    "？": "?", "【": "[", "】": "]", "“": '"', "”": '"', "‘": "'", "’": "'"})
+
+
+@dataclass(frozen=True, slots=True)
+class Reading:
+    text: str
+    """In reading order, code indented."""
+    boxes: tuple[Box, ...]
+    seconds: float
+    """Time spent reading (preparing, detecting, recognising), not loading."""
+    scale: float
+
+
+def model_folder() -> Path:
+    """The folder of RapidOCR's bundled models (found without importing the engine)."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("rapidocr")
+    if spec is None or spec.origin is None:
+        raise OcrUnavailable("the screen reader is not installed (the rapidocr package is missing)")
+    return Path(spec.origin).parent / "models"
+
+
+class Reader:
+    """One OCR engine for the session, built on first use."""
+
+    def __init__(self, threads: int | None = None) -> None:
+        self._threads = threads or pass_threads()
+        self._engine: Any = None
+        self._lock = threading.Lock()
+        self.load_seconds: float | None = None
+        """How long building the engine took (None until the first read)."""
+
+    @property
+    def loaded(self) -> bool:
+        return self._engine is not None
+
+    def read(self, image: Image, language: str = "en") -> Reading:
+        """The text on ``image``; :class:`~app.screen.errors.ScreenError` when there is none."""
+        check_not_one_colour(image)
+        with self._lock:
+            engine = self._engine_now()
+            started = time.perf_counter()
+            prepared = prepare(image)
+            result = engine(prepared.image)
+            seconds = time.perf_counter() - started
+        boxes = tuple(_boxes(result, language))
+        text = reading_order(boxes)
+        if not text.strip():
+            raise NothingReadable("no text found in the capture: capture the problem's text "
+                                  "(zoom in if it is small)")
+        return Reading(text, boxes, seconds, prepared.scale)
+
+    def _engine_now(self) -> Any:
+        if self._engine is not None:
+            return self._engine
+        started = time.perf_counter()
+        folder = model_folder()
+        for name in (DETECTOR, RECOGNISER):
+            if not (folder / name).is_file():
+                raise OcrUnavailable(f"the screen reader's model {name} is missing from {folder}: "
+                                     "reinstall Interview Copilot")
+        try:
+            from rapidocr import RapidOCR
+
+            self._engine = RapidOCR(params={
+                "Global.use_cls": False,
+                "Global.log_level": "error",
+                "Global.max_side_len": 8192,  # prepare() has sized it already
+                "Det.model_path": str(folder / DETECTOR),
+                "Rec.model_path": str(folder / RECOGNISER),
+                "Det.limit_type": "max",
+                "Det.limit_side_len": 8192,
+                "EngineConfig.onnxruntime.intra_op_num_threads": self._threads,
+                "EngineConfig.onnxruntime.inter_op_num_threads": 1,
+            })
+        except Exception as exc:  # a broken install: one line, not a traceback
+            raise OcrUnavailable(f"the screen reader cannot start: {exc}") from exc
+        self.load_seconds = time.perf_counter() - started
+        return self._engine
+
+
+def _boxes(result: Any, language: str) -> list[Box]:
+    points = getattr(result, "boxes", None)
+    texts = getattr(result, "txts", None) or ()
+    scores = getattr(result, "scores", None) or ()
+    if points is None:
+        return []
+    out = []
+    for corners, text, score in zip(points.tolist(), texts, scores, strict=False):
+        if float(score) >= MIN_SCORE and text.strip():
+            out.append(box_from_points(corners, _normalise(text, language), float(score)))
+    return out
+
+
+def _normalise(text: str, language: str) -> str:
+    """The recogniser writes Chinese punctuation in English text too; English gets ASCII."""
+    text = unicodedata.normalize("NFC", text)
+    return text if language.startswith("zh") else text.translate(_ASCII_PUNCTUATION)
