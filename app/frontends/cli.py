@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import logging
 import math
 import os
@@ -181,7 +182,8 @@ def _listen(settings: Settings, args: argparse.Namespace) -> int:
     from app.frontends.console import LiveTranscript
     from app.observing.session_files import SessionLog
 
-    session = _build(settings, args, answers=True)
+    written = _read_question_images(settings, args)  # before anything starts: a bad image is exit 2
+    session = _build(settings, args, answers=True, audio_needed=written is None)
     try:
         log = SessionLog(on_error=_say)  # every question and answer is on disk as it happens
     except OSError as exc:
@@ -194,7 +196,9 @@ def _listen(settings: Settings, args: argparse.Namespace) -> int:
         with _event_output(session, args.events) as writing:
             if writing != "stdout":
                 session.bus.subscribe(LiveTranscript(sys.stdout, answers=True))
-            code = _run(session, args)
+            if written is not None:
+                session.ask_written(written.text, written.images, captures=written.captures)
+            code = _run(session, args) if written is None or _has_audio(args) else _run_written(session)
     finally:
         log.close()
         print(f"session saved: {log.path}", file=sys.stderr)
@@ -203,6 +207,59 @@ def _listen(settings: Settings, args: argparse.Namespace) -> int:
               file=sys.stderr)
         return EXIT_UNANSWERED
     return code
+
+
+@dataclasses.dataclass(frozen=True)
+class _Written:
+    text: str
+    images: tuple[bytes, ...]
+    captures: int
+
+
+def _read_question_images(settings: Settings, args: argparse.Namespace) -> _Written | None:
+    """``--question-image`` (each one a capture of the queue): read here, asked as one question."""
+    paths = getattr(args, "question_image", None) or []
+    if not paths:
+        return None
+    if len(paths) > settings.screen.max_captures:
+        raise FatalError(f"--question-image: at most {settings.screen.max_captures} captures make one "
+                         "question")
+    from app.screen.errors import ScreenError
+    from app.screen.ocr import Reader
+    from app.screen.picture import load, png_bytes
+
+    reader, texts, images = Reader(), [], []
+    for path in paths:
+        try:
+            image = load(Path(path))
+            texts.append(reader.read(image, settings.screen.language).text)
+        except ScreenError as exc:
+            raise FatalError(str(exc)) from exc
+        if settings.screen.send_image:
+            images.append(png_bytes(image))
+    return _Written("\n\n".join(texts), tuple(images), len(paths))
+
+
+def _has_audio(args: argparse.Namespace) -> bool:
+    return bool(getattr(args, "audio", None) or getattr(args, "mic", False) or getattr(args, "device", None))
+
+
+def _run_written(session: Session) -> int:
+    """Only written questions: wait for their answers, then shut down (saved)."""
+    previous = signal.signal(signal.SIGTERM, _raise_terminated)
+    try:
+        session.wait()  # the question is asked (the engine is up)
+        engine = session.engine
+        if engine is not None:
+            engine.wait_idle(600.0)
+    except KeyboardInterrupt:
+        return EXIT_INTERRUPTED
+    except Terminated:
+        return EXIT_TERMINATED
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+        session.shutdown()
+    return _exit_code(session)
 
 
 class _Unanswered:
@@ -245,7 +302,8 @@ def _window(settings: Settings, args: argparse.Namespace, problems: list[ConfigP
 # --- helpers -----------------------------------------------------------------------------------
 
 
-def _build(settings: Settings, args: argparse.Namespace, *, answers: bool, window: bool = False) -> Session:
+def _build(settings: Settings, args: argparse.Namespace, *, answers: bool, window: bool = False,
+           audio_needed: bool = True) -> Session:
     """The session; a lost device ends a headless run, the window waits for it to come back."""
     from app.asr.errors import ModelError
     from app.llm.endpoint import resolve_llm_endpoint
@@ -253,7 +311,7 @@ def _build(settings: Settings, args: argparse.Namespace, *, answers: bool, windo
     from app.session.session import Session
 
     audio = getattr(args, "audio", None)
-    if audio is None and not (getattr(args, "mic", False) or getattr(args, "device", None)) \
+    if audio_needed and audio is None and not (getattr(args, "mic", False) or getattr(args, "device", None)) \
             and settings.audio.source == "file":
         raise FatalError("no audio: pass --audio FILE.wav, --mic or --device NAME")
     llm = resolve_llm_endpoint(settings, base_url=getattr(args, "base_url", None),
@@ -484,6 +542,9 @@ def _parser() -> argparse.ArgumentParser:
 
     listen = sub.add_parser("listen", help="the whole pipeline (window, or --headless)")
     listen.add_argument("--headless", action="store_true", help="no window: print to the terminal")
+    listen.add_argument("--question-image", action="append", metavar="IMAGE",
+                        help="a screenshot of the question, read on this machine and answered as a coding "
+                             "question (repeat it for a queue of up to 5 captures: one question)")
     _add_audio_flags(listen)
     _add_llm_flags(listen)
 

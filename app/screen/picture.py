@@ -158,3 +158,13 @@ def _glyph_height(ink: npt.NDArray[np.uint8]) -> float | None:
 def _reason(exc: BaseException) -> str:
     text = str(exc).strip() or type(exc).__name__
     return text.splitlines()[0][:120]
+
+
+def png_bytes(image: Image) -> bytes:
+    """The capture as PNG (for an endpoint that takes images, or the session's copy)."""
+    import cv2
+
+    ok, encoded = cv2.imencode(".png", np.ascontiguousarray(image[:, :, ::-1]))
+    if not ok:
+        raise NotAnImage("the capture could not be encoded as PNG")
+    return bytes(encoded.tobytes())
