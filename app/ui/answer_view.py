@@ -463,7 +463,7 @@ class AnswerView(QTextEdit):
         link.setAnchor(True)
         link.setAnchorHref(f"{COPY_PREFIX}{len(self.codes) - 1}")
         link.setFontUnderline(True)
-        cursor.insertText("⧉ Copy code", link)
+        cursor.insertText("Copy code", link)
         self._open_line()
 
     def _code_block_format(self) -> QTextBlockFormat:
