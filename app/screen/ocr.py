@@ -10,6 +10,7 @@ engine, one set of buffers) and belong off the UI thread.
 
 from __future__ import annotations
 
+import re
 import threading
 import time
 import unicodedata
@@ -24,6 +25,8 @@ from app.screen.picture import Image, check_not_one_colour, prepare
 
 DETECTOR = "PP-OCRv6_det_small.onnx"
 RECOGNISER = "PP-OCRv6_rec_small.onnx"
+_NUMBER = re.compile(r"\d{1,4}")
+_JOINED = re.compile(r"(\d{1,4})\s+(\S.*)")
 MIN_SCORE = 0.5
 """RapidOCR's own default text score: below it a box is noise (a cursor, an icon)."""
 _ASCII_PUNCTUATION = str.maketrans({"，": ",", "：": ":", "；": ";", "（": "(", "）": ")", "！": "!",
@@ -61,6 +64,10 @@ class Reader:
         """How long building the engine took (None until the first read)."""
 
     @property
+    def threads(self) -> int:
+        return self._threads
+
+    @property
     def loaded(self) -> bool:
         return self._engine is not None
 
@@ -73,7 +80,7 @@ class Reader:
             prepared = prepare(image)
             result = engine(prepared.image)
             seconds = time.perf_counter() - started
-        boxes = tuple(_boxes(result, language))
+        boxes = tuple(split_line_numbers(_boxes(result, language), prepared.image))
         text = reading_order(boxes)
         if not text.strip():
             raise NothingReadable("no text found in the capture: capture the problem's text "
@@ -120,6 +127,44 @@ def _boxes(result: Any, language: str) -> list[Box]:
         if float(score) >= MIN_SCORE and text.strip():
             out.append(box_from_points(corners, _normalise(text, language), float(score)))
     return out
+
+
+def split_line_numbers(boxes: list[Box], image: Image) -> list[Box]:
+    """An editor's line number the detector joined to its line ("1 class Solution:") is cut
+    off again at the blank columns between them, where other boxes show a column of numbers:
+    else the line would be read as code at the numbers' indentation."""
+    numbers = [b for b in boxes if _NUMBER.fullmatch(b.text.strip())]
+    if len(numbers) < 2:
+        return boxes
+    column = sorted(b.x0 for b in numbers)[len(numbers) // 2]
+    out = []
+    for box in boxes:
+        joined = _JOINED.match(box.text)
+        if joined is None or abs(box.x0 - column) > box.height:
+            out.append(box)
+            continue
+        cut = _blank_after_ink(image, box)
+        if cut is None:
+            out.append(box)
+            continue
+        end, start = cut
+        out += [Box(box.x0, box.y0, end, box.y1, joined.group(1), box.score),
+                Box(start, box.y0, box.x1, box.y1, joined.group(2), box.score)]
+    return out
+
+
+def _blank_after_ink(image: Image, box: Box) -> tuple[float, float] | None:
+    """The first run of blank columns (at least half a text height) after the box's first ink:
+    (where the ink before it ends, where the ink after it starts), in image pixels."""
+    y0, y1 = max(0, int(box.y0)), min(image.shape[0], int(box.y1) + 1)
+    x0, x1 = max(0, int(box.x0)), min(image.shape[1], int(box.x1) + 1)
+    inked = (image[y0:y1, x0:x1, 0] < 200).any(axis=0)  # grey line numbers are ink too
+    seen, run = False, 0
+    for offset, ink in enumerate(inked):
+        if ink and seen and run >= box.height / 2:
+            return x0 + offset - run, x0 + offset
+        seen, run = seen or bool(ink), 0 if ink else run + 1
+    return None
 
 
 def _normalise(text: str, language: str) -> str:

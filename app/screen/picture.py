@@ -7,6 +7,8 @@
   halved (four times fewer pixels to detect), very small text is enlarged.  The size is
   measured on the page (the median height of its glyphs), not taken from the screen's
   scale, so a screenshot file reads the same as a live capture.
+- Only the part with ink is detected (its bounding box): a whole screen around a problem
+  is mostly empty, and detection costs by the pixel.
 - Whatever the theme, the recogniser gets dark ink on white: each pixel's distance from
   the local background colour (estimated on a coarse grid), so light-on-dark editors,
   coloured syntax and a dark pane beside a light one all come out the same.
@@ -39,6 +41,8 @@ KEEP_SCALE = (0.7, 1.6)
 MIN_SCALE, MAX_SCALE = 0.25, 2.0
 INK_LEVEL = 40
 """Distance from the background above which a pixel counts as ink (for measuring glyphs)."""
+CONTENT_MARGIN = 16
+"""Blank pixels kept around the text: the detector needs some background at the edges."""
 BACKGROUND_CELL = 16
 """The background is estimated on a grid this coarse (px), then smoothed over 5 cells: a
 glyph never fills a cell's neighbourhood, a pane's edge is kept within a cell."""
@@ -109,7 +113,7 @@ def prepare(image: Image) -> Prepared:
     """Scale and ink for the recogniser (see the module)."""
     import cv2
 
-    ink = _ink(image)
+    ink = _content(_ink(image))
     glyph = _glyph_height(ink)
     scale = 1.0
     if glyph is not None:
@@ -137,6 +141,18 @@ def _ink(image: Image) -> npt.NDArray[np.uint8]:
     background = cv2.resize(small, (w, h), interpolation=cv2.INTER_NEAREST)
     distance = cv2.absdiff(image, background)
     return np.asarray(distance.max(axis=2), dtype=np.uint8)
+
+
+def _content(ink: npt.NDArray[np.uint8]) -> npt.NDArray[np.uint8]:
+    """The ink's bounding box with a margin: the detector's time grows with the pixels it is
+    given, and most of a whole screen around a problem is empty."""
+    rows = np.flatnonzero((ink > INK_LEVEL).any(axis=1))
+    columns = np.flatnonzero((ink > INK_LEVEL).any(axis=0))
+    if rows.size == 0:
+        return ink
+    top, bottom = max(0, rows[0] - CONTENT_MARGIN), min(ink.shape[0], rows[-1] + 1 + CONTENT_MARGIN)
+    left, right = max(0, columns[0] - CONTENT_MARGIN), min(ink.shape[1], columns[-1] + 1 + CONTENT_MARGIN)
+    return np.ascontiguousarray(ink[top:bottom, left:right])
 
 
 def _glyph_height(ink: npt.NDArray[np.uint8]) -> float | None:
