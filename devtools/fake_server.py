@@ -83,6 +83,9 @@ class Profile:
     does not say which key ("Invalid request body")."""
     hang: bool = False
     """Accept every connection, read every request, never answer: a hung relay."""
+    refuse_images: bool = False
+    """Answer a request with an ``image_url`` content part with OpenAI's 400 for a model
+    that does not take images (a text-only model behind a vision-capable API)."""
 
 
 PROFILES: dict[str, Profile] = {
@@ -648,6 +651,11 @@ class FakeServer:
             if param in req:
                 await self._reject_param(conn, record, param, keep_alive)
                 return keep_alive
+        if profile.refuse_images and has_image(messages):
+            body = _error_body("Invalid content type. image_url is only supported by certain models.",
+                               "invalid_request_error", None, "messages.[1].content.[1].type")
+            await self._respond(conn, record, 400, body, keep_alive=keep_alive)
+            return keep_alive
         model = req.get("model")
         if model not in self.models:
             body = _error_body(
@@ -893,6 +901,16 @@ _REASONS = {
     502: "Bad Gateway",
     503: "Service Unavailable",
 }
+
+
+def has_image(messages: Sequence[Any]) -> bool:
+    """Does any message carry an ``image_url`` content part?"""
+    for message in messages:
+        content = message.get("content") if isinstance(message, dict) else None
+        if isinstance(content, list) and any(isinstance(part, dict) and part.get("type") == "image_url"
+                                             for part in content):
+            return True
+    return False
 
 
 def _error_body(message: str, kind: str, code: str | None, param: str | None = None) -> bytes:

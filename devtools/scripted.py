@@ -7,7 +7,7 @@ devtools.scripted``); its events come from a background thread like the real pip
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 
 from app.core.clock import SessionClock
 from app.core.events import (
@@ -87,6 +87,9 @@ class ScriptedController:
     def set_low_latency(self, on: bool) -> None:
         self.calls.append(f"set_low_latency:{on}")
         self.low_latency.set(on)
+
+    def ask_written(self, text: str, images: Sequence[bytes] = (), *, captures: int = 1) -> None:
+        self.calls.append(f"ask_written:{captures}:{text}")
 
     def _play(self) -> None:
         for delay, make in self._script:

@@ -60,6 +60,8 @@ from app.llm.errors import LlmError
 from app.llm.loopback import remote_tactic
 from app.prompt.builder import PromptBuilder, cache_key, estimate_tokens
 from app.prompt.recall import RecallAnnouncer
+from app.prompt.shape import ReplyShape
+from app.prompt.written import WRITTEN_MAX_TOKENS, WRITTEN_SHAPE, written_messages
 
 
 class AnswerClient(Protocol):
@@ -121,6 +123,8 @@ class _Turn:
     question: str | None = None
     speculations: list[AnswerHandle] = field(default_factory=list)
     answer: AnswerHandle | None = None
+    written: tuple[bytes, ...] | None = None
+    """A question read from the screen: its captures (PNG); None for a spoken one."""
 
 
 class AnswerEngine:
@@ -211,6 +215,10 @@ class AnswerEngine:
     def _low_latency_changed(self, on: bool) -> None:
         self._emit(StatusEvent(t=self._clock.now(), stage="answer",
                                message=f"low-latency mode {'on' if on else 'off'}"))
+
+    def ask_written(self, turn: int, text: str, images: Sequence[bytes] = ()) -> None:
+        """Answer a question read from the screen (its own prompt: :mod:`app.prompt.written`)."""
+        self._call(self._on_written, turn, text, tuple(images))
 
     def cancel_answer(self) -> None:
         self._call(self._cancel_all)
@@ -356,6 +364,14 @@ class AnswerEngine:
                     if not request.settled:
                         self._stop(request, Cancel())
 
+    def _on_written(self, number: int, text: str, images: tuple[bytes, ...]) -> None:
+        """A written question is confirmed as it is asked: no guess, straight to the answer."""
+        turn = self._turn(number)
+        turn.question, turn.written = text, images
+        self._last_turn = turn
+        self._finish_previous_answers(number)
+        turn.answer = self._send(turn, text, "final")
+
     def _on_candidate(self, said: str) -> None:
         """Only the interviewer asks: the candidate's words are context for what follows."""
         if self._last_turn is not None:
@@ -455,29 +471,64 @@ class AnswerEngine:
             self._stop(front, Cut())
 
     async def _stream(self, request: AnswerHandle) -> None:
+        turn = self._turns.get(request.turn)
+        if turn is not None and turn.written is not None:
+            await self._stream_written(request, turn.written)
+            return
         messages = self._prompt.messages(request.text)
         self._apply(request, Sent(estimate_tokens(messages)))
         try:
             client = await self._client_for_request()
             # A guess gets no re-send or hedge: the confirmed question has its own budget.
             shape = self._prompt.reply_shape  # the bundled model's: three bullets, no loops
-            stream = shape.wrap(client.stream_chat(
-                messages, max_tokens=shape.tokens(self._settings.llm.max_tokens),
-                temperature=self._settings.llm.temperature, prompt_cache_key=self._cache_key,
-                extra=self._prompt.sampling(request.text),
-                extra_requests=0 if request.kind == "speculative" else 1))
-            async with contextlib.aclosing(stream):
-                async for item in stream:
-                    if isinstance(item, Delta):
-                        self._apply(request, Received(item.text, item.timing))
-                    elif isinstance(item, Done):
-                        request.usage = item.usage
+            await self._stream_into(request, client, messages, shape,
+                                    shape.tokens(self._settings.llm.max_tokens),
+                                    extra=self._prompt.sampling(request.text), cache_key=self._cache_key)
         except LlmError as exc:
             # A guess fails silently: the question, once confirmed, is asked again and its
             # failure is the one message, after the question it belongs to.
             self._apply(request, Fail(str(exc)))
             return
         self._apply(request, Complete())
+
+    async def _stream_written(self, request: AnswerHandle, images: tuple[bytes, ...]) -> None:
+        """A question from the screen, with its images when the setting sends them; a model
+        that refuses images is asked again with the text alone, and the refusal is named."""
+        images = images if self._settings.screen.send_image else ()
+        messages = written_messages(request.text, images)
+        tokens = max(self._settings.llm.max_tokens, WRITTEN_MAX_TOKENS)
+        self._apply(request, Sent(estimate_tokens(messages)))
+        try:
+            client = await self._client_for_request()
+            try:
+                await self._stream_into(request, client, messages, WRITTEN_SHAPE, tokens)
+            except LlmError as exc:
+                if not images or request.received:
+                    raise
+                self._emit(StatusEvent(t=self._clock.now(), stage="answer",
+                                       message=f"the model did not take the image ({exc}): answered "
+                                               "from the text read on this machine"))
+                text_only = written_messages(request.text)
+                await self._stream_into(request, client, text_only, WRITTEN_SHAPE, tokens)
+        except LlmError as exc:
+            self._apply(request, Fail(str(exc)))
+            return
+        self._apply(request, Complete())
+
+    async def _stream_into(self, request: AnswerHandle, client: AnswerClient, messages: Sequence[Message],
+                           shape: ReplyShape, max_tokens: int, *, extra: Mapping[str, Any] | None = None,
+                           cache_key: str | None = None) -> None:
+        """One streamed request: its fragments move ``request`` (shown once it is confirmed)."""
+        stream = shape.wrap(client.stream_chat(
+            messages, max_tokens=max_tokens, temperature=self._settings.llm.temperature,
+            prompt_cache_key=cache_key, extra=extra,
+            extra_requests=0 if request.kind == "speculative" else 1))
+        async with contextlib.aclosing(stream):
+            async for item in stream:
+                if isinstance(item, Delta):
+                    self._apply(request, Received(item.text, item.timing))
+                elif isinstance(item, Done):
+                    request.usage = item.usage
 
     async def _client_for_request(self) -> AnswerClient:
         assert self._warm_done is not None

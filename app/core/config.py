@@ -408,6 +408,24 @@ class HotkeyConfig(_Section):
     toggle_low_latency: str = "ctrl+shift+l"
     answer_now: str = "ctrl+shift+a"
     show_hide: str = "ctrl+shift+h"
+    capture_region: str = "ctrl+shift+y"
+    """Freeze the screens and drag a region to read (the question on the screen)."""
+    capture_again: str = "ctrl+shift+g"
+    """Capture the last region again (a problem that scrolls)."""
+
+
+class ScreenConfig(_Section):
+    """The question on the screen: captured regions read on this machine."""
+
+    send_image: bool = False
+    """Send the captures' images to the endpoint as well as their text (a vision-capable
+    model; the image leaves this machine).  A model that refuses images gets the text."""
+    keep_images: bool = False
+    """Keep the captures' images beside the session file (they may show other people's data)."""
+    max_captures: int = Field(default=5, ge=1, le=5)
+    """Captures queued into one question."""
+    language: Literal["en", "zh"] = "en"
+    """zh keeps Chinese punctuation as read (en writes ASCII punctuation)."""
 
 
 class Price(_Section):
@@ -435,6 +453,7 @@ class Settings(_Section):
     prompt: PromptConfig = Field(default_factory=PromptConfig)
     ui: UiConfig = Field(default_factory=UiConfig)
     hotkeys: HotkeyConfig = Field(default_factory=HotkeyConfig)
+    screen: ScreenConfig = Field(default_factory=ScreenConfig)
     prices: dict[str, Price] = Field(default_factory=_default_prices)
 
 

@@ -97,6 +97,19 @@ SpeculationOutcome = Literal["hit", "miss", "cancelled"]
 
 
 @dataclass(frozen=True, slots=True)
+class WrittenQuestionEvent(Event):
+    """A question read from the screen (or typed), asked as the candidate confirmed it."""
+
+    name: ClassVar[str] = "written"
+    turn: int
+    text: str
+    """What is asked: the captures' text in reading order, as the candidate left it."""
+    captures: int = 1
+    images: bool = False
+    """The captures' images go to the endpoint too (the image setting is on)."""
+
+
+@dataclass(frozen=True, slots=True)
 class SpeculateEvent(Event):
     name: ClassVar[str] = "speculate"
     turn: int

@@ -4,6 +4,7 @@
 ``interview-copilot --audio demo.wav``     the window replaying a file (the demo)
 ``interview-copilot listen --headless …``  the whole pipeline, answers on stdout
 ``interview-copilot transcribe a.wav``     live transcription only
+``interview-copilot read shot.png``        the text on a screenshot, as the window reads it
 ``interview-copilot bench asr|turns|signals …``  the benchmarks
 
 Exit codes: 0 done; 1 a failure while running (the audio device died); 2 a problem to
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import logging
 import math
 import os
@@ -133,6 +135,8 @@ def _command(argv: list[str]) -> int:
     try:
         if args.command == "transcribe":
             return _transcribe(settings, args)
+        if args.command == "read":
+            return _read(args)
         if args.command == "bench":
             from app.frontends.checkout import run_bench  # devtools/, in a source checkout only
 
@@ -172,11 +176,26 @@ def _transcribe(settings: Settings, args: argparse.Namespace) -> int:
         return _run(session, args)
 
 
+def _read(args: argparse.Namespace) -> int:
+    """``read IMAGE``: the text on a screenshot as read, code indented; 2 when there is none."""
+    from app.screen.errors import ScreenError
+    from app.screen.ocr import Reader
+    from app.screen.picture import load
+
+    try:
+        text = Reader().read(load(Path(args.image)), args.language or "en").text
+    except ScreenError as exc:
+        raise FatalError(str(exc)) from exc
+    print(text)
+    return EXIT_OK
+
+
 def _listen(settings: Settings, args: argparse.Namespace) -> int:
     from app.frontends.console import LiveTranscript
     from app.observing.session_files import SessionLog
 
-    session = _build(settings, args, answers=True)
+    written = _read_question_images(settings, args)  # before anything starts: a bad image is exit 2
+    session = _build(settings, args, answers=True, audio_needed=written is None)
     try:
         log = SessionLog(on_error=_say)  # every question and answer is on disk as it happens
     except OSError as exc:
@@ -189,7 +208,9 @@ def _listen(settings: Settings, args: argparse.Namespace) -> int:
         with _event_output(session, args.events) as writing:
             if writing != "stdout":
                 session.bus.subscribe(LiveTranscript(sys.stdout, answers=True))
-            code = _run(session, args)
+            if written is not None:
+                session.ask_written(written.text, written.images, captures=written.captures)
+            code = _run(session, args) if written is None or _has_audio(args) else _run_written(session)
     finally:
         log.close()
         print(f"session saved: {log.path}", file=sys.stderr)
@@ -202,6 +223,59 @@ def _listen(settings: Settings, args: argparse.Namespace) -> int:
               file=sys.stderr)
         return EXIT_UNANSWERED
     return code
+
+
+@dataclasses.dataclass(frozen=True)
+class _Written:
+    text: str
+    images: tuple[bytes, ...]
+    captures: int
+
+
+def _read_question_images(settings: Settings, args: argparse.Namespace) -> _Written | None:
+    """``--question-image`` (each one a capture of the queue): read here, asked as one question."""
+    paths = getattr(args, "question_image", None) or []
+    if not paths:
+        return None
+    if len(paths) > settings.screen.max_captures:
+        raise FatalError(f"--question-image: at most {settings.screen.max_captures} captures make one "
+                         "question")
+    from app.screen.errors import ScreenError
+    from app.screen.ocr import Reader
+    from app.screen.picture import load, png_bytes
+
+    reader, texts, images = Reader(), [], []
+    for path in paths:
+        try:
+            image = load(Path(path))
+            texts.append(reader.read(image, settings.screen.language).text)
+        except ScreenError as exc:
+            raise FatalError(str(exc)) from exc
+        if settings.screen.send_image:
+            images.append(png_bytes(image))
+    return _Written("\n\n".join(texts), tuple(images), len(paths))
+
+
+def _has_audio(args: argparse.Namespace) -> bool:
+    return bool(getattr(args, "audio", None) or getattr(args, "mic", False) or getattr(args, "device", None))
+
+
+def _run_written(session: Session) -> int:
+    """Only written questions: wait for their answers, then shut down (saved)."""
+    previous = signal.signal(signal.SIGTERM, _raise_terminated)
+    try:
+        session.wait()  # the question is asked (the engine is up)
+        engine = session.engine
+        if engine is not None:
+            engine.wait_idle(600.0)
+    except KeyboardInterrupt:
+        return EXIT_INTERRUPTED
+    except Terminated:
+        return EXIT_TERMINATED
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+        session.shutdown()
+    return _exit_code(session)
 
 
 class _Unanswered:
@@ -244,7 +318,8 @@ def _window(settings: Settings, args: argparse.Namespace, problems: list[ConfigP
 # --- helpers -----------------------------------------------------------------------------------
 
 
-def _build(settings: Settings, args: argparse.Namespace, *, answers: bool, window: bool = False) -> Session:
+def _build(settings: Settings, args: argparse.Namespace, *, answers: bool, window: bool = False,
+           audio_needed: bool = True) -> Session:
     """The session; a lost device ends a headless run, the window waits for it to come back."""
     from app.asr.errors import ModelError
     from app.llm.endpoint import resolve_llm_endpoint
@@ -252,7 +327,7 @@ def _build(settings: Settings, args: argparse.Namespace, *, answers: bool, windo
     from app.session.session import Session, SessionOptions, Sources
 
     audio = getattr(args, "audio", None)
-    if audio is None and not (getattr(args, "mic", False) or getattr(args, "device", None)) \
+    if audio_needed and audio is None and not (getattr(args, "mic", False) or getattr(args, "device", None)) \
             and settings.audio.source == "file":
         raise FatalError("no audio: pass --audio FILE.wav, --mic or --device NAME")
     llm = resolve_llm_endpoint(settings, base_url=getattr(args, "base_url", None),
@@ -476,8 +551,15 @@ def _parser() -> argparse.ArgumentParser:
     t = sub.add_parser("transcribe", help="live transcription of a file or device")
     _add_audio_flags(t, positional=True)
 
+    read = sub.add_parser("read", help="print the text on a screenshot as read (code indented)")
+    read.add_argument("image", help="a screenshot (PNG, JPEG, …)")
+    read.add_argument("--language", help="zh: keep Chinese punctuation (default: en)")
+
     listen = sub.add_parser("listen", help="the whole pipeline (window, or --headless)")
     listen.add_argument("--headless", action="store_true", help="no window: print to the terminal")
+    listen.add_argument("--question-image", action="append", metavar="IMAGE",
+                        help="a screenshot of the question, read on this machine and answered as a coding "
+                             "question (repeat it for a queue of up to 5 captures: one question)")
     _add_audio_flags(listen)
     _add_llm_flags(listen)
 
@@ -527,6 +609,11 @@ def _parser() -> argparse.ArgumentParser:
         b = bench_sub.add_parser(name, help=helptext)
         b.add_argument("--out", default="bench-out", help="folder for the JSON summary")
         b.add_argument("--limit", type=int, help="only the first N questions (of each set)")
+    screen = bench_sub.add_parser("screen", help="reading the screen: error rate, hotkey→text, text→token")
+    screen.add_argument("--out", default="bench-out", help="folder for the JSON summary")
+    screen.add_argument("--limit", type=int, help="only the first N pages")
+    screen.add_argument("--repeats", type=int, default=3, help="reads per page (ours, then the baseline)")
+    screen.add_argument("--threads", type=int, help="ONNX Runtime threads (default: every core but one)")
     soak = bench_sub.add_parser("soak", help="an hour in one process: memory, threads, files, CPU, latency")
     soak.add_argument("--corpus", help="folder with session.wav and manifest.json (none with --room-only)")
     soak.add_argument("--minutes", type=float, default=45.0, help="length of the replay (real time)")

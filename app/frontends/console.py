@@ -179,6 +179,7 @@ class LiveTranscript:
             RetractedEvent,
             StatusEvent,
             TokenEvent,
+            WrittenQuestionEvent,
         )
 
         if isinstance(event, PartialEvent) and self._tty:
@@ -187,6 +188,10 @@ class LiveTranscript:
             self._end_answer()
             who = "You" if event.speaker == "candidate" else "Q"
             self._write(f"{who}: {event.text}\n", rewrite=True)
+        elif isinstance(event, WrittenQuestionEvent):
+            self._end_answer()
+            self._write(f"Q (screen, {event.captures} capture{'s' * (event.captures > 1)}):\n"
+                        f"{event.text}\n", rewrite=True)
         elif isinstance(event, TokenEvent) and self._answers:
             if self._answer_request != event.request:
                 self._end_answer()

@@ -27,12 +27,17 @@ COMPONENTS: tuple[tuple[str, str, str | None], ...] = (
     ("llama-cpp-python", "llama_cpp_python", None),
     ("onnxruntime", "onnxruntime", None),
     ("pipecat-ai (Smart Turn model only)", "pipecat-ai", None),
+    ("RapidOCR (screen reading)", "rapidocr", None),
+    ("OpenCV (headless)", "opencv-python-headless", None),
+    ("Pygments (code highlighting)", "Pygments", None),
 )
 
 MODEL_LICENCES: tuple[tuple[str, str, str], ...] = (
     ("Whisper tiny.en (speech recognition)", "OpenAI", "MIT"),
     ("SmolLM2-135M-Instruct (end of turn, local answers)", "Hugging Face", "Apache-2.0"),
     ("Smart Turn v3.2 (end of turn, optional)", "Daily (pipecat)", "BSD-2-Clause"),
+    ("PP-OCRv6 small detection and recognition (screen reading; ONNX by RapidOCR)", "PaddleOCR (Baidu)",
+     "Apache-2.0"),
 )
 
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import queue
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from typing import Protocol, TypeVar
 
@@ -66,6 +66,9 @@ class Controller(Protocol):
 
     def set_low_latency(self, on: bool) -> None:
         """Speculation on/off; takes effect from the next speculation opportunity."""
+
+    def ask_written(self, text: str, images: Sequence[bytes] = (), *, captures: int = 1) -> None:
+        """Ask a question read from the screen (``images``: its captures, PNG)."""
 
     @property
     def active(self) -> bool:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 import threading
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from functools import partial
 
 from app.answer.engine import AnswerEngine
@@ -19,11 +19,19 @@ from app.asr.decoder import WhisperDecoder, load_decoder
 from app.asr.worker import DecodeWorker
 from app.core.clock import Deadline, SessionClock
 from app.core.config import Settings
-from app.core.events import ErrorEvent, EventBus, SessionState, SessionStateEvent, StatusEvent
+from app.core.events import (
+    ErrorEvent,
+    EventBus,
+    SessionState,
+    SessionStateEvent,
+    StatusEvent,
+    WrittenQuestionEvent,
+)
 from app.core.low_latency import LowLatency
 from app.llm.endpoint import LlmEndpoint
 from app.platform.app_nap import ListeningActivity
 from app.prompt.builder import PromptBuilder
+from app.prompt.written import BUNDLED_MODEL_NOTE
 from app.session.candidate_documents import CandidateDocuments
 from app.session.commands import Controller, SessionCommands
 from app.session.listener import Listener
@@ -89,6 +97,8 @@ class Session:
                                              compact=self._llm_choice.answers_bundled)
         lost = self._interviewer_lost if options.stop_on_audio_error else None
         hooks = VoiceHooks(settings, lambda: self._voices, lost)
+        self._next_turn = hooks.next_turn
+        self._answers = options.answers
         if sources.channels is not None and sources.candidate_file is None:  # both sides from one file
             sources = dataclasses.replace(sources, candidate_file=sources.audio_file)
         parts = Parts(decoder or load_decoder(settings.asr), DecodeWorker(), self._documents,
@@ -120,6 +130,11 @@ class Session:
     def answer_now(self) -> None:
         """The endpoint decision runs on the session thread, in the listener's lock."""
         self._commands.post(self._answer_now)
+
+    def ask_written(self, text: str, images: Sequence[bytes] = (), *, captures: int = 1) -> None:
+        """Ask a question read from the screen (``images``: its captures as PNG), answered
+        by the same engine as a spoken one; the engine comes up for it if none is."""
+        self._commands.post(partial(self._ask_written, text, tuple(images), captures))
 
     def cancel_answer(self) -> None:
         self._commands.post(partial(self._on_engine, AnswerEngine.cancel_answer))
@@ -217,6 +232,23 @@ class Session:
     def _answer_now(self) -> None:
         if self._voices is not None:
             self._voices.interviewer.answer_now()
+
+    def _ask_written(self, text: str, images: tuple[bytes, ...], captures: int) -> None:
+        text = text.strip()
+        if not text or not self._answers or self._shut:
+            return
+        if self._engine is None:  # not listening: the question on the screen alone
+            self._documents.read()
+            self._use_engine(self._start_up.start_engine())
+        engine = self._engine
+        if engine is None:
+            return
+        if self._llm_choice.answers_bundled():
+            self._status("answer", BUNDLED_MODEL_NOTE)
+        turn = self._next_turn()
+        self.bus.emit(WrittenQuestionEvent(t=self.clock.now(), turn=turn, text=text, captures=captures,
+                                           images=bool(images) and self.settings.screen.send_image))
+        engine.ask_written(turn, text, images)
 
     def _on_engine(self, command: Callable[[AnswerEngine], None]) -> None:
         if self._engine is not None:

@@ -246,6 +246,10 @@ class StartUp:
         if runs == 2:
             self._bus.emit(StatusEvent(t=self._clock.now(), stage="echo", message=HEADPHONES_HINT))
 
+    def start_engine(self) -> AnswerEngine:
+        """The session's answer engine, started (for a question asked before any listening)."""
+        return self._start_engine()
+
     def _start_engine(self) -> AnswerEngine:
         local = self._llm.answers_locally
         target = AnswerTarget(self._llm.model, self._session_id, base_url=self._llm.base_url,

@@ -9,7 +9,9 @@ Markdown says so far: ``**`` and a backtick toggle bold and code as they stream,
 one character), and a line's start (a bullet or number marker, a heading's ``#``) is
 decided once, within its first few characters, by writing that start again as a list
 item or a heading.  Blank lines do not create paragraphs; consecutive bullet lines share
-a list. Design notes: decision 0039.
+a list. Fenced code (a coding answer) streams line by line into a monospace block with no
+Markdown applied, and is coloured by Pygments in one pass when its fence closes
+(:mod:`app.ui.code_blocks`), with a "Copy code" link under it. Design notes: decision 0039.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from PySide6.QtGui import (
     QColor,
     QFont,
     QFontDatabase,
+    QGuiApplication,
     QMouseEvent,
     QPaintEvent,
     QTextBlock,
@@ -37,6 +40,7 @@ from PySide6.QtWidgets import QTextEdit, QWidget
 from app.core.clock import SessionClock
 from app.core.events import Event, PaintedEvent
 from app.ui.autoscroll import FollowBottom
+from app.ui.code_blocks import COPY_PREFIX, highlight
 from app.ui.qtcompat import protect_singletons
 
 _MARKER = re.compile(r"^(\s*)(?:([-*+•])|(\d{1,3})[.)])\s+")
@@ -53,6 +57,16 @@ interview) stay a scroll away, and the document stays small enough that its size
 cost a token notices (``bench paint``)."""
 _EARLIER = "earlier-answers"
 """The anchor of the folded answers' line."""
+
+
+@dataclass
+class _Fence:
+    """A fenced code block being written: its language and its lines so far."""
+
+    language: str
+    start: int
+    """Document position of its first line."""
+    lines: list[str] = field(default_factory=lambda: [""])
 
 
 @dataclass
@@ -105,6 +119,9 @@ class AnswerView(QTextEdit):
         self._pending: list[tuple[int, int, float]] = []
         self._muted = QColor("#667085")
         self._code_bg = QColor("#eef1f5")
+        self._fence: _Fence | None = None
+        self.codes: list[str] = []
+        """The code of each closed fence in the document, in order (what its link copies)."""
         self._reset_line()
 
     # --- public -----------------------------------------------------------------------
@@ -137,6 +154,8 @@ class AnswerView(QTextEdit):
         if block is None:
             return
         block.done = True
+        if block is self.blocks[-1] and block.retracted is None:
+            self._finish_fence()
         if truncated and not block.truncated:
             block.truncated = True
             if block is self.blocks[-1] and block.retracted is None:
@@ -177,13 +196,24 @@ class AnswerView(QTextEdit):
         self._heads.clear()
         self._first_live = 0
         self._pending.clear()
+        self.codes.clear()
+        self._fence = None
         self._reset_line()
 
     def mouseReleaseEvent(self, e: QMouseEvent) -> None:
-        if e.button() == Qt.MouseButton.LeftButton and self.anchorAt(e.position().toPoint()) == _EARLIER:
+        anchor = self.anchorAt(e.position().toPoint()) if e.button() == Qt.MouseButton.LeftButton else ""
+        if anchor == _EARLIER:
             self.show_earlier()
             return
+        if anchor.startswith(COPY_PREFIX):
+            self.copy_code(int(anchor.removeprefix(COPY_PREFIX)))
+            return
         super().mouseReleaseEvent(e)
+
+    def copy_code(self, index: int) -> None:
+        """The copy link of code block ``index``: its code, exactly, on the clipboard."""
+        if 0 <= index < len(self.codes):
+            QGuiApplication.clipboard().setText(self.codes[index])
 
     # --- paint hook -------------------------------------------------------------------
 
@@ -212,6 +242,8 @@ class AnswerView(QTextEdit):
         self._start = ""
         """The line's text while its start is undecided (at most :data:`_UNDECIDED_MAX`)."""
         self._decided = False
+        self._raw = ""
+        """The line as written so far (outside code): a fence is known at its end."""
         self._has_text = False
         self._item = False
         self._base = QTextCharFormat()
@@ -282,6 +314,8 @@ class AnswerView(QTextEdit):
         earlier: rare, and over ``keep`` answers at most once folded)."""
         self.clear()
         self._heads.clear()
+        self.codes.clear()
+        self._fence = None
         self._reset_line()
         if self._first_live:
             self._write_earlier(self._first_live, self._end_cursor())
@@ -291,6 +325,8 @@ class AnswerView(QTextEdit):
             if block.retracted is not None:
                 continue
             self._write_text(block.text)
+            if block.done or number + 1 < len(self.blocks):
+                self._finish_fence()
             if block.truncated:
                 self._write_note(block)
 
@@ -352,6 +388,16 @@ class AnswerView(QTextEdit):
         self._fresh_line()
 
     def _newline(self) -> None:
+        if self._fence is not None:
+            if self._fence.lines[-1].strip().startswith("```"):
+                self._finish_fence()
+            else:
+                self._fence.lines.append("")
+                self._end_cursor().insertBlock(self._code_block_format(), QTextCharFormat())
+            return
+        if self._raw.lstrip().startswith("```"):
+            self._open_fence(self._raw.strip()[3:].strip())
+            return
         if not self._has_text:
             # a blank line: reuse the block; it only ends a list of another style
             return
@@ -360,8 +406,67 @@ class AnswerView(QTextEdit):
             self._list_style = None
         self._open_line()
 
+    def _open_fence(self, language: str) -> None:
+        """The line just ended was a fence: it becomes the code block's first line."""
+        cursor = self._end_cursor()
+        cursor.movePosition(QTextCursor.MoveOperation.StartOfBlock, QTextCursor.MoveMode.KeepAnchor)
+        cursor.removeSelectedText()
+        if cursor.currentList() is not None:
+            cursor.currentList().remove(cursor.block())
+        cursor.setBlockFormat(self._code_block_format())
+        self._list = None
+        self._list_style = None
+        self._fresh_line()
+        self._fence = _Fence(language, cursor.block().position())
+
+    def _finish_fence(self) -> None:
+        """Close the code block (its fence arrived, or the answer ended): highlight it once,
+        and put its copy link where the closing fence was."""
+        fence = self._fence
+        if fence is None:
+            return
+        self._fence = None
+        closing = fence.lines[-1].strip().startswith("```")
+        if closing:
+            fence.lines.pop()
+        cursor = self._end_cursor()
+        if closing:
+            cursor.movePosition(QTextCursor.MoveOperation.StartOfBlock, QTextCursor.MoveMode.KeepAnchor)
+            cursor.removeSelectedText()
+        else:
+            cursor.insertBlock(QTextBlockFormat(), QTextCharFormat())
+        code = "\n".join(fence.lines)
+        highlight(self.document(), fence.start, code, fence.language, dark=self._code_bg.lightness() < 128)
+        self.codes.append(code)
+        cursor.setBlockFormat(QTextBlockFormat())
+        link = QTextCharFormat()
+        link.setForeground(self._muted)
+        link.setAnchor(True)
+        link.setAnchorHref(f"{COPY_PREFIX}{len(self.codes) - 1}")
+        link.setFontUnderline(True)
+        cursor.insertText("Copy code", link)
+        self._open_line()
+
+    def _code_block_format(self) -> QTextBlockFormat:
+        fmt = QTextBlockFormat()
+        fmt.setBackground(self._code_bg)
+        fmt.setLeftMargin(6)
+        fmt.setNonBreakableLines(True)
+        return fmt
+
+    def _code_format(self) -> QTextCharFormat:
+        fmt = QTextCharFormat()
+        fmt.setFontFamilies([QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont).family()])
+        return fmt
+
     def _extend(self, part: str) -> None:
         """Write ``part`` (no newline in it) at the end of the line: O(len(part))."""
+        if self._fence is not None:
+            self._fence.lines[-1] += part
+            self._end_cursor().insertText(part, self._code_format())
+            return
+        if len(self._raw) < _UNDECIDED_MAX:
+            self._raw += part
         if not self._has_text and part.strip():
             self._has_text = True
         if self._decided:

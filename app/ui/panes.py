@@ -30,11 +30,20 @@ from app.core.events import (
     ResumedEvent,
     RetractedEvent,
     TokenEvent,
+    WrittenQuestionEvent,
 )
 from app.ui.answer_view import AnswerView
 from app.ui.recall_view import RecallView
 from app.ui.theme import Theme, pane_font
 from app.ui.transcript import TranscriptView
+
+
+def _on_screen(event: WrittenQuestionEvent, lines: int = 3) -> str:
+    """The transcript's line for a written question: its first lines (the session keeps all)."""
+    shown = [line for line in event.text.splitlines() if line.strip()]
+    more = " …" if len(shown) > lines else ""
+    captures = f"{event.captures} captures" if event.captures > 1 else "screen"
+    return f"[{captures}] " + " / ".join(line.strip() for line in shown[:lines]) + more
 
 
 def _pane(title: str, body: QWidget, extra: QWidget | None = None) -> QFrame:
@@ -101,6 +110,9 @@ class Panes(QSplitter):
             self.transcript.show_partial(event.turn, event.text, event.stable, event.speaker)
         elif isinstance(event, FinalEvent):
             self.transcript.show_final(event.turn, event.text, event.speaker)
+        elif isinstance(event, WrittenQuestionEvent):
+            self.transcript.show_final(event.turn, _on_screen(event), "interviewer")
+            self.transcript.end_turn()
         elif isinstance(event, EndpointEvent):
             self.transcript.end_turn()
         elif isinstance(event, ResumedEvent):

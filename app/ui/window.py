@@ -47,6 +47,8 @@ from app.observing.timeline import Timeline
 from app.ui import theme as themes
 from app.ui.banner import BannerArea
 from app.ui.bridge import BusPoster, EventBridge
+from app.ui.capture import RegionCapture
+from app.ui.capture_panel import CapturePanel
 from app.ui.hotkeys import GlobalBackend, HotkeyManager
 from app.ui.latency_view import LatencyView
 from app.ui.panes import Panes
@@ -97,6 +99,11 @@ class MainWindow(QMainWindow):
         self.poster = BusPoster(controller.bus)
         self.panes = Panes(clock=controller.clock, post=self.poster.post)
         self.banners = BannerArea()
+        self.capture_panel = CapturePanel(self._ask_written, max_captures=settings.screen.max_captures,
+                                          send_images=lambda: self.settings.screen.send_image,
+                                          language=settings.screen.language)
+        self.region = RegionCapture(self, self.capture_panel.add_capture,
+                                    lambda message: self.banners.show_message("error", "Screen", message))
         self.status = StatusPanel()
         self._build_controls()
         central = QWidget()
@@ -105,6 +112,7 @@ class MainWindow(QMainWindow):
         layout.setSpacing(8)
         layout.addLayout(self._controls)
         layout.addWidget(self.banners)
+        layout.addWidget(self.capture_panel)
         layout.addWidget(self.panes, 1)
         outer = QWidget()
         outer_layout = QVBoxLayout(outer)
@@ -157,8 +165,11 @@ class MainWindow(QMainWindow):
         self.low_latency_button.setCheckable(True)
         self.low_latency_button.setToolTip("Speculative requests before the turn is confirmed")
         self.low_latency_button.toggled.connect(self._set_low_latency)
+        self.capture_button = QPushButton("Read screen")
+        self.capture_button.setToolTip("Drag a region of the screen to read it as a written question")
+        self.capture_button.clicked.connect(lambda: self.region.capture())
         for b in (self.start_button, self.answer_button, self.cancel_button, self.regen_button,
-                  self.low_latency_button):
+                  self.low_latency_button, self.capture_button):
             row.addWidget(b)
         row.addStretch(1)
         self._controls = row
@@ -411,6 +422,10 @@ class MainWindow(QMainWindow):
             self.low_latency_button.toggle()
         elif action == "answer_now":
             self.controller.answer_now()
+        elif action == "capture_region":
+            self.region.capture()
+        elif action == "capture_again":
+            self.region.capture(again=True)
         elif action == "show_hide":
             if self.isVisible() and self.isActiveWindow():
                 self.hide()
@@ -418,6 +433,10 @@ class MainWindow(QMainWindow):
                 self.showNormal()
                 self.raise_()
                 self.activateWindow()
+
+    def _ask_written(self, text: str, images: list[bytes], captures: int) -> None:
+        self.controller.ask_written(text, images, captures=captures)
+        self.status.set_state("thinking")
 
     def _clear_panes(self) -> None:
         self.panes.transcript.clear()

@@ -38,6 +38,11 @@ def run_bench(settings: Settings, args: argparse.Namespace) -> int:
 
         paint.run(args)
         return 0
+    if args.bench == "screen":
+        from devtools.bench import screen
+
+        screen.run(settings, args)
+        return 0
     if args.bench == "signals":
         from devtools.bench import signals
 

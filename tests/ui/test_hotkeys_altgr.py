@@ -60,7 +60,8 @@ def test_the_defaults_type_nothing_and_the_old_ones_did_on_windows(platform: str
 def test_the_defaults_keep_their_letters() -> None:
     """A = answer now, L = low latency, H = hide: what users learnt, with Shift for Alt."""
     assert {a: parse_hotkey(t).key for a, t in HotkeyConfig().model_dump().items()} == {
-        "toggle_low_latency": "l", "answer_now": "a", "show_hide": "h"}
+        "toggle_low_latency": "l", "answer_now": "a", "show_hide": "h",
+        "capture_region": "y", "capture_again": "g"}
 
 
 def test_an_old_settings_file_with_the_old_defaults_loads_registers_and_warns(
@@ -71,7 +72,7 @@ def test_an_old_settings_file_with_the_old_defaults_loads_registers_and_warns(
                     encoding="utf-8")
     settings, config_problems = load_settings(path)
     assert config_problems == []
-    assert settings.hotkeys.model_dump() == OLD_DEFAULTS
+    assert settings.hotkeys.model_dump() == {**HotkeyConfig().model_dump(), **OLD_DEFAULTS}
 
     fake = FakeWin32()
     backend = WindowsBackend(user32=fake.user32, kernel32=fake.kernel32, last_error=fake.last_error)
@@ -83,9 +84,9 @@ def test_an_old_settings_file_with_the_old_defaults_loads_registers_and_warns(
         assert manager.global_ok == dict.fromkeys(ACTIONS, True)  # registered as chosen
         assert sorted((m, vk) for m, vk, _ in fake.hotkeys.values()) == sorted(
             (to_windows(parse_hotkey(t))[0] & ~0x4000, to_windows(parse_hotkey(t))[1])
-            for t in OLD_DEFAULTS.values())
+            for t in settings.hotkeys.model_dump().values())
         assert len(problems) == 3
-        for action, problem in zip(ACTIONS, problems, strict=True):
+        for action, problem in zip(OLD_DEFAULTS, problems, strict=True):
             assert "AltGr" in problem and f"[hotkeys] {action}" in problem
     finally:
         manager.close()
@@ -127,8 +128,7 @@ def test_the_settings_tab_warns_next_to_an_altgr_field_and_still_saves_it(qtbot:
     errors: list[str] = []
     tab.collect(data, errors)
     assert errors == []  # a warning, not a refusal
-    assert data["hotkeys"] == {"toggle_low_latency": "ctrl+shift+l", "answer_now": "ctrl+shift+a",
-                               "show_hide": "ctrl+alt+shift+h"}
+    assert data["hotkeys"] == {**HotkeyConfig().model_dump(), "show_hide": "ctrl+alt+shift+h"}
 
 
 def test_the_settings_tab_says_what_does_not_parse_as_the_user_types(qtbot: QtBot) -> None:

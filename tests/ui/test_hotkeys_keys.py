@@ -13,7 +13,7 @@ from PySide6.QtWidgets import QWidget
 from pytestqt.qtbot import QtBot
 
 from app.core.config import HotkeyConfig
-from app.ui.hotkeys import GlobalBackend, Hotkey, HotkeyManager, UnmappableKey, platform_warning
+from app.ui.hotkeys import ACTIONS, GlobalBackend, Hotkey, HotkeyManager, UnmappableKey, platform_warning
 from app.ui.hotkeys.keys import KEYS, parse_hotkey
 from app.ui.hotkeys.macos import MacBackend, to_carbon
 from app.ui.hotkeys.windows import WindowsBackend, to_windows
@@ -69,7 +69,7 @@ def apply_every_key(widget: QWidget, backend: GlobalBackend) -> dict[str, list[s
         config = {**DEFAULTS, "answer_now": combo(key).canonical()}
         problems[key] = list(manager.apply(config, DEFAULTS))  # never raises
         assert manager.global_ok["toggle_low_latency"] and manager.global_ok["show_hide"], key
-        assert set(manager.shortcuts) == {"toggle_low_latency", "answer_now", "show_hide"}
+        assert set(manager.shortcuts) == set(ACTIONS)
     manager.close()
     return problems
 
@@ -111,7 +111,7 @@ def test_a_refused_key_does_not_stop_a_working_one_from_firing(qtbot: QtBot, wid
     manager = HotkeyManager(widget, MacBackend(carbon=carbon))
     problems = manager.apply({**DEFAULTS, "show_hide": "ctrl+alt+f24"}, DEFAULTS)
     assert len(problems) == 1 and "F24" in problems[0] and "[hotkeys] show_hide" in problems[0]
-    assert manager.global_ok == {"toggle_low_latency": True, "answer_now": True, "show_hide": False}
+    assert manager.global_ok == {**dict.fromkeys(ACTIONS, True), "show_hide": False}
     got: list[str] = []
     manager.triggered.connect(got.append)
     assert carbon.press(*to_carbon(parse_hotkey(DEFAULTS["answer_now"]))) == [0]
@@ -119,3 +119,19 @@ def test_a_refused_key_does_not_stop_a_working_one_from_firing(qtbot: QtBot, wid
     assert got == ["answer_now"]
     manager.close()
     assert carbon.hotkeys == {}
+
+
+def test_one_combination_for_two_actions_is_said_and_the_first_keeps_it(qtbot: QtBot) -> None:
+    from PySide6.QtWidgets import QWidget
+
+    from app.core.config import HotkeyConfig
+    from app.ui.hotkeys import HotkeyManager
+    from tests.ui_fakes import AcceptingBackend
+
+    widget = QWidget()
+    qtbot.addWidget(widget)
+    manager = HotkeyManager(widget, AcceptingBackend())
+    defaults = HotkeyConfig().model_dump()
+    problems = manager.apply({**defaults, "capture_region": defaults["answer_now"]}, defaults)
+    assert "capture_region" not in manager.bindings and "answer_now" in manager.bindings
+    assert any("already Answer now" in p and "[hotkeys] capture_region" in p for p in problems)

@@ -174,7 +174,7 @@ def test_a_hotkey_pressed_on_x11_triggers_its_action_and_only_its_own(child: Chi
     ready = child.read(NEVER_S)
     assert ready is not None, "the child never reported"
     assert ready["backend"] == "pynput" and ready["problems"] == [], ready
-    assert ready["global"] == dict.fromkeys(BINDINGS, True)
+    assert set(BINDINGS) <= set(ready["global"]) and all(ready["global"].values()), ready
 
     # The unbound combination first, then a bound one: only the bound one triggers.
     assert first_trigger(child, xvfb, UNBOUND, BINDINGS["answer_now"]) == "answer_now"

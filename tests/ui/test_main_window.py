@@ -45,7 +45,7 @@ from app.core.events import (
 )
 from app.observing.session_files import SessionLog
 from app.platform import secrets
-from app.ui.hotkeys import HotkeyError, NullBackend, parse_hotkey
+from app.ui.hotkeys import ACTIONS, HotkeyError, NullBackend, parse_hotkey
 from app.ui.hotkeys.macos import to_carbon
 from app.ui.hotkeys.windows import to_windows
 from app.ui.hotkeys.x11 import to_pynput
@@ -445,9 +445,9 @@ def test_refused_global_hotkeys_fall_back_to_in_window_shortcuts(
 ) -> None:
     backend = RefusingBackend()
     window = make_window(qtbot, controller, tmp_path, hotkey_backend=backend)
-    assert backend.attempts == ["toggle_low_latency", "answer_now", "show_hide"]
+    assert backend.attempts == list(ACTIONS)
     shortcuts = window.hotkeys.shortcuts
-    assert set(shortcuts) == {"toggle_low_latency", "answer_now", "show_hide"}
+    assert set(shortcuts) == set(ACTIONS)
     assert shortcuts["toggle_low_latency"].key().toString() == "Ctrl+Shift+L"
     texts = "\n".join(window.banners.texts())
     assert "already used by another application" in texts
@@ -465,7 +465,7 @@ def test_platform_without_global_hotkeys_says_so(
                          hotkey_backend=NullBackend("Wayland does not let applications "
                                                     "register global hotkeys"))
     assert any("Wayland" in t for t in window.banners.texts())
-    assert len(window.hotkeys.shortcuts) == 3
+    assert len(window.hotkeys.shortcuts) == len(ACTIONS)
     window.close_resources()
 
 

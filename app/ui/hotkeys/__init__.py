@@ -1,4 +1,5 @@
-"""Global hotkeys (low-latency toggle, answer now, show/hide) through each OS's own API.
+"""Global hotkeys (low-latency toggle, answer now, show/hide, read a screen region, again)
+through each OS's own API.
 
 One interface, :class:`GlobalBackend`, one module per OS behind it, and the factory
 :func:`default_backend` that picks one:
@@ -43,6 +44,8 @@ ACTIONS: dict[str, str] = {
     "toggle_low_latency": "Toggle low-latency mode",
     "answer_now": "Answer now",
     "show_hide": "Show/hide window",
+    "capture_region": "Read a screen region",
+    "capture_again": "Read the last region again",
 }
 DEDUP_S = 0.35
 
@@ -174,6 +177,11 @@ class HotkeyManager(QObject):
             if typing:  # the user's choice (an old default, perhaps): kept, but said
                 self.problems.append(f"{label} ({hotkey.display()}): {typing}. Choose another "
                                      f"combination in Settings → Hotkeys ([hotkeys] {action}).")
+            taken = next((a for a, h in self.bindings.items() if h == hotkey), None)
+            if taken is not None:  # one key, two actions: the first keeps it
+                self.problems.append(f"{label} ({hotkey.display()}) is already {ACTIONS[taken]}: choose "
+                                     f"another combination in Settings → Hotkeys ([hotkeys] {action}).")
+                continue
             self.bindings[action] = hotkey
             shortcut = QShortcut(hotkey.to_qt(), self._window)
             shortcut.setContext(Qt.ShortcutContext.ApplicationShortcut)

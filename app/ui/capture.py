@@ -1,0 +1,204 @@
+"""Capturing a region: our window hidden, every screen frozen, a region dragged over it.
+
+Windows and X11 grab each screen through Qt (``QScreen.grabWindow(0)``), in device pixels.
+macOS asks for Screen Recording first (:mod:`app.screen.macos`: without it the grab is the
+wallpaper), then grabs the same way.  Each screen gets a frameless overlay showing its
+frozen picture, dimmed, with the dragged region lit; Escape cancels.  The region is cut
+from the grab in device pixels (:func:`app.ui.region.device_crop`), so a 2x screen gives
+its full detail.  "Again" cuts the last region from fresh grabs, without the overlay (a
+problem that scrolls).  A capture that is all one colour is named with its fix, and
+never read or sent.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+from PySide6.QtCore import QObject, QPoint, QRect, Qt, QTimer, Signal
+from PySide6.QtGui import QColor, QGuiApplication, QImage, QKeyEvent, QMouseEvent, QPainter, QPaintEvent, QPen
+from PySide6.QtWidgets import QWidget
+
+from app.screen.errors import OneColour
+from app.screen.picture import Image, check_not_one_colour
+from app.ui.region import Crop, Rect, ScreenGeometry, device_crop
+
+HIDE_MS = 200
+"""Time for the compositor to take our hidden window off the screen before the grab."""
+
+
+@dataclass(frozen=True)
+class Grab:
+    geometry: ScreenGeometry
+    image: QImage
+
+
+def grab_screens() -> list[Grab]:
+    """Every screen, frozen now, in device pixels."""
+    grabs = []
+    for screen in QGuiApplication.screens():
+        pixmap = screen.grabWindow(0)
+        g = screen.geometry()
+        ratio = pixmap.devicePixelRatio() or screen.devicePixelRatio()
+        geometry = ScreenGeometry(Rect(g.x(), g.y(), g.width(), g.height()), ratio,
+                                  (pixmap.width(), pixmap.height()))
+        grabs.append(Grab(geometry, pixmap.toImage()))
+    return grabs
+
+
+def to_array(image: QImage, crop: Crop | None = None) -> Image:
+    """A grab (or a crop of it) as RGB pixels."""
+    part = image.copy(crop.x, crop.y, crop.width, crop.height) if crop is not None else image
+    rgb = part.convertToFormat(QImage.Format.Format_RGB888)
+    w, h, stride = rgb.width(), rgb.height(), rgb.bytesPerLine()
+    data = bytes(rgb.constBits())[: stride * h]  # copied while the image is alive
+    array = np.frombuffer(data, np.uint8).reshape(h, stride)
+    return np.ascontiguousarray(array[:, : 3 * w].reshape(h, w, 3))
+
+
+class RegionOverlay(QWidget):
+    """One screen's frozen picture; ``chosen`` gives the dragged region in desktop coordinates."""
+
+    chosen = Signal(object)
+    cancelled = Signal()
+
+    def __init__(self, grab: Grab) -> None:
+        super().__init__(None, Qt.WindowType.FramelessWindowHint | Qt.WindowType.WindowStaysOnTopHint
+                         | Qt.WindowType.Tool)
+        self._grab = grab
+        logical = grab.geometry.logical
+        self.setGeometry(QRect(int(logical.x), int(logical.y), int(logical.width), int(logical.height)))
+        self.setCursor(Qt.CursorShape.CrossCursor)
+        self.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
+        self._from: QPoint | None = None
+        self._to: QPoint | None = None
+
+    def selection(self) -> QRect | None:
+        if self._from is None or self._to is None:
+            return None
+        return QRect(self._from, self._to).normalized()
+
+    def paintEvent(self, e: QPaintEvent) -> None:
+        painter = QPainter(self)
+        painter.drawImage(self.rect(), self._grab.image)
+        painter.fillRect(self.rect(), QColor(0, 0, 0, 110))
+        selected = self.selection()
+        if selected is not None:
+            ratio = self._grab.geometry.ratio
+            source = QRect(round(selected.x() * ratio), round(selected.y() * ratio),
+                           round(selected.width() * ratio), round(selected.height() * ratio))
+            painter.drawImage(selected, self._grab.image, source)
+            painter.setPen(QPen(QColor("#3b82f6"), 2))
+            painter.drawRect(selected)
+        painter.end()
+
+    def mousePressEvent(self, e: QMouseEvent) -> None:
+        self._from = self._to = e.position().toPoint()
+        self.update()
+
+    def mouseMoveEvent(self, e: QMouseEvent) -> None:
+        if self._from is not None:
+            self._to = e.position().toPoint()
+            self.update()
+
+    def mouseReleaseEvent(self, e: QMouseEvent) -> None:
+        if self._from is None:
+            return
+        self._to = e.position().toPoint()
+        origin = self._grab.geometry.logical
+        a, b = self._from, self._to
+        self.chosen.emit(Rect.spanning(origin.x + a.x(), origin.y + a.y(),
+                                       origin.x + b.x(), origin.y + b.y()))
+
+    def keyPressEvent(self, e: QKeyEvent) -> None:
+        if e.key() == Qt.Key.Key_Escape:
+            self.cancelled.emit()
+            return
+        super().keyPressEvent(e)
+
+
+class RegionCapture(QObject):
+    """Hotkey → hidden window → frozen screens → region → pixels, or a named failure."""
+
+    def __init__(self, window: QWidget, deliver: Callable[[Image], object], fail: Callable[[str], object],
+                 grab: Callable[[], list[Grab]] = grab_screens) -> None:
+        super().__init__(window)
+        self._window = window
+        self._deliver = deliver
+        self._fail = fail
+        self._grab = grab
+        self._overlays: list[RegionOverlay] = []
+        self._grabs: list[Grab] = []
+        self.last_region: Rect | None = None
+
+    def capture(self, again: bool = False) -> None:
+        """Start a capture (again: the last region, no overlay); returns at once."""
+        if self._overlays:
+            return  # one capture at a time
+        problem = _permission_problem()
+        if problem is not None:
+            self._fail(problem)
+            return
+        self._window.hide()
+        QTimer.singleShot(HIDE_MS, lambda: self._frozen(again and self.last_region is not None))
+
+    def _frozen(self, again: bool) -> None:
+        try:
+            self._grabs = self._grab()
+        except Exception as exc:  # a platform without screen grabs: said, not raised
+            self._restore()
+            self._fail(f"the screen could not be captured: {exc}")
+            return
+        if again and self.last_region is not None:
+            self._cut(self.last_region)
+            return
+        for grab in self._grabs:
+            overlay = RegionOverlay(grab)
+            overlay.chosen.connect(self._cut)
+            overlay.cancelled.connect(self._cancel)
+            self._overlays.append(overlay)
+            overlay.show()
+            overlay.activateWindow()
+
+    def choose(self, region: Rect) -> None:
+        """As if the candidate dragged ``region`` (desktop coordinates): for tests and demos."""
+        self._cut(region)
+
+    def _cut(self, region: Rect) -> None:
+        self._close_overlays()
+        self._restore()
+        crop = device_crop(region, [g.geometry for g in self._grabs])
+        if crop is None:
+            return  # a click, not a drag
+        self.last_region = region
+        pixels = to_array(self._grabs[crop.screen].image, crop)
+        try:
+            check_not_one_colour(pixels)
+        except OneColour as exc:
+            self._fail(str(exc))
+            return
+        self._deliver(pixels)
+
+    def _cancel(self) -> None:
+        self._close_overlays()
+        self._restore()
+
+    def _close_overlays(self) -> None:
+        for overlay in self._overlays:
+            overlay.close()
+            overlay.deleteLater()
+        self._overlays.clear()
+
+    def _restore(self) -> None:
+        self._window.showNormal()
+        self._window.raise_()
+
+
+def _permission_problem() -> str | None:
+    if sys.platform == "darwin":
+        from app.screen.macos import screen_recording_problem
+
+        return screen_recording_problem()
+    return None

@@ -1,0 +1,190 @@
+"""``bench screen``: reading the screen on this machine, and asking what was read.
+
+On pages rendered here (:mod:`devtools.screen_pages`: problems, editors, chat; English and
+Mandarin; 1x and 2x; light and dark; and whole 1920x1080 screens):
+
+- character error rate of the text as read against the text drawn (reading order included);
+- hotkey → text shown: the window's hide delay, the grab's conversion to pixels (a real
+  QImage of the page) and the read, per page;
+- text confirmed → first answer token, a written question against a spoken one through
+  the same engine and test server (relay profile), interleaved.
+
+The baseline, in the same sitting: RapidOCR as it comes (its default sizes, no scaling or
+ink, raw line order).  Medians, p95s and ours/baseline ratios; the machine is shared, so
+the figures carry the load average they ran under.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from rapidfuzz.distance import Levenshtein
+
+from app.core.config import Settings
+from app.screen.ocr import DETECTOR as DET
+from app.screen.ocr import RECOGNISER, Reader, model_folder
+from devtools.screen_pages import Page, corpus, full_screen
+
+
+def cer(read: str, expected: str) -> float:
+    return Levenshtein.distance(read, expected) / max(1, len(expected))
+
+
+def _p95(values: list[float]) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
+
+
+def _baseline_engine(threads: int) -> Any:
+    from rapidocr import RapidOCR
+
+    folder = model_folder()
+    return RapidOCR(params={"Global.use_cls": False, "Global.log_level": "error",
+                            "Det.model_path": str(folder / DET),
+                            "Rec.model_path": str(folder / RECOGNISER),
+                            "EngineConfig.onnxruntime.intra_op_num_threads": threads})
+
+
+def _baseline_read(engine: Any, page: Page) -> tuple[str, float]:
+    started = time.perf_counter()
+    result = engine(page.image)
+    seconds = time.perf_counter() - started
+    return "\n".join(result.txts or ()), seconds
+
+
+def _grab_seconds(page: Page) -> float:
+    """The grab's share: a QImage of the screen converted to the pixels the reader takes."""
+    os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+    from PySide6.QtGui import QGuiApplication, QImage
+
+    from app.ui.capture import to_array
+
+    _ = QGuiApplication.instance() or QGuiApplication([])
+    h, w = page.image.shape[:2]
+    image = QImage(page.image.data, w, h, 3 * w, QImage.Format.Format_RGB888).copy()
+    started = time.perf_counter()
+    to_array(image)
+    return time.perf_counter() - started
+
+
+def read_pages(pages: list[Page], repeats: int, threads: int) -> list[dict[str, Any]]:
+    from app.ui.capture import HIDE_MS
+
+    reader = Reader(threads=threads)
+    baseline = _baseline_engine(threads)
+    warm = pages[0]
+    reader.read(warm.image, warm.language)  # the first capture loads the models: timed apart
+    _baseline_read(baseline, warm)
+    rows = []
+    for page in pages:
+        ours, theirs, grabs = [], [], []
+        text = raw = ""
+        for _ in range(repeats):  # interleaved: ours, then the baseline, each repeat
+            grabs.append(_grab_seconds(page))
+            reading = reader.read(page.image, page.language)
+            ours.append(reading.seconds)
+            text = reading.text
+            raw, seconds = _baseline_read(baseline, page)
+            theirs.append(seconds)
+        h, w = page.image.shape[:2]
+        shown = [HIDE_MS / 1000 + g + o for g, o in zip(grabs, ours, strict=True)]
+        rows.append({"page": page.name, "size": f"{w}x{h}", "cer": cer(text, page.expected),
+                     "baseline_cer": cer(raw, page.expected), "read_median_s": statistics.median(ours),
+                     "read_p95_s": _p95(ours), "baseline_median_s": statistics.median(theirs),
+                     "hotkey_to_text_median_s": statistics.median(shown),
+                     "hotkey_to_text_p95_s": _p95(shown)})
+        row = rows[-1]
+        print(f"{page.name:28} {w}x{h:<5} cer {row['cer']:.3f} (raw {row['baseline_cer']:.3f})  "
+              f"read {row['read_median_s']:.2f} s (raw {row['baseline_median_s']:.2f} s)", flush=True)
+    return rows
+
+
+def first_tokens(repeats: int) -> dict[str, Any]:
+    """Text confirmed → first token: written vs spoken questions, one engine, interleaved."""
+    from app.answer.engine import AnswerEngine, AnswerTarget
+    from app.core.clock import SessionClock
+    from app.core.events import EventBus, FinalEvent, TokenEvent
+    from app.llm.client import LlmClient
+    from app.prompt.builder import PromptBuilder
+    from devtools.fake_server import PROFILES, FakeServer
+
+    bus, clock = EventBus(), SessionClock()
+    firsts: dict[int, float] = {}
+    def first(event: object) -> None:
+        if isinstance(event, TokenEvent):
+            firsts.setdefault(event.turn, time.perf_counter())
+
+    bus.subscribe(first)
+    out: dict[str, list[float]] = {"written": [], "spoken": []}
+    with FakeServer(PROFILES["relay"], api_key="sk-bench") as server:
+        base = server.start()
+        prompt = PromptBuilder(None, None, None)
+        engine = AnswerEngine(Settings(), bus, clock, lambda _language: prompt,
+                              lambda: LlmClient(base, "sk-bench", "gpt-4o-mini"),
+                              target=AnswerTarget("gpt-4o-mini", "bench"))
+        bus.subscribe(engine.on_event)
+        engine.start()
+        engine.warmed.wait(30)
+        turn = 0
+        for _ in range(repeats):
+            for kind in ("written", "spoken"):
+                turn += 1
+                asked = time.perf_counter()
+                if kind == "written":
+                    engine.ask_written(turn, "1. Two Sum\nGiven an array nums, return two indices.")
+                else:
+                    bus.emit(FinalEvent(t=clock.now(), turn=turn, text="How would you find two numbers "
+                                        "that add up to a target?", audio_end=clock.now()))
+                deadline = time.monotonic() + 30
+                while turn not in firsts and time.monotonic() < deadline:
+                    time.sleep(0.002)
+                out[kind].append(firsts.get(turn, float("nan")) - asked)
+                engine.wait_idle(30)
+        engine.stop()
+    summary: dict[str, Any] = {k: {"median_s": statistics.median(v), "p95_s": _p95(v)}
+                               for k, v in out.items()}
+    summary["ratio_written_to_spoken"] = summary["written"]["median_s"] / summary["spoken"]["median_s"]
+    return summary
+
+
+def run(settings: Settings, args: argparse.Namespace) -> None:
+    pages = [*corpus(), full_screen(), full_screen(theme="dark")]
+    if args.limit:
+        pages = pages[: args.limit]
+    load_before = os.getloadavg()
+    threads = args.threads or Reader().threads
+    rows = read_pages(pages, args.repeats, threads)
+    tokens = first_tokens(max(3, args.repeats * 2))
+    load_after = os.getloadavg()
+    screens = [r for r in rows if r["size"] == "1920x1080"]
+    crops = [r for r in rows if r["size"] != "1920x1080"] or rows
+    summary = {
+        "pages": rows,
+        "first_token": tokens,
+        "cer_median": statistics.median(r["cer"] for r in rows),
+        "baseline_cer_median": statistics.median(r["baseline_cer"] for r in rows),
+        "read_median_s": statistics.median(r["read_median_s"] for r in crops),
+        "baseline_read_median_s": statistics.median(r["baseline_median_s"] for r in crops),
+        "screen_1080p_hotkey_to_text_median_s":
+            statistics.median(r["hotkey_to_text_median_s"] for r in screens) if screens else None,
+        "crop_hotkey_to_text_median_s": statistics.median(r["hotkey_to_text_median_s"] for r in crops),
+        "threads": threads,
+        "cores": os.cpu_count(),
+        "load_average_before_after": [load_before[0], load_after[0]],
+    }
+    summary["read_ratio_ours_to_baseline"] = summary["read_median_s"] / summary["baseline_read_median_s"]
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "screen.json").write_text(json.dumps(summary, indent=2, ensure_ascii=False), encoding="utf-8")
+    print(json.dumps({k: v for k, v in summary.items() if k != "pages"}, indent=2))
+    print(f"cer: {np.round(summary['cer_median'], 4)} "
+          f"(baseline {np.round(summary['baseline_cer_median'], 4)})"
+          f"; written {tokens['written']['median_s'] * 1000:.0f} ms vs spoken "
+          f"{tokens['spoken']['median_s'] * 1000:.0f} ms to the first token; in {out / 'screen.json'}")

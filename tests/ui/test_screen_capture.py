@@ -1,0 +1,83 @@
+"""Capturing in the window: the region cut in device pixels from frozen grabs, a blank
+capture named and never read, the read text in an editable box, Enter asks, thumbnails drop."""
+
+from __future__ import annotations
+
+import numpy as np
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QImage
+from PySide6.QtWidgets import QWidget
+from pytestqt.qtbot import QtBot
+
+from app.screen.picture import Image
+from app.ui.capture import Grab, RegionCapture, to_array
+from app.ui.capture_panel import CapturePanel
+from app.ui.region import Rect, ScreenGeometry
+from devtools.screen_pages import render
+
+
+def qimage(pixels: Image) -> QImage:
+    h, w = pixels.shape[:2]
+    return QImage(np.ascontiguousarray(pixels).data, w, h, 3 * w, QImage.Format.Format_RGB888).copy()
+
+
+def test_a_region_of_a_2x_screen_is_cut_in_its_device_pixels(qtbot: QtBot) -> None:
+    page = render("editor", scale=2)  # 760x380 logical, 1520x760 device pixels
+    grab = Grab(ScreenGeometry(Rect(0, 0, 760, 380), 2.0, (1520, 760)), qimage(page.image))
+    window = QWidget()
+    qtbot.addWidget(window)
+    got: list[Image] = []
+    failures: list[str] = []
+    capture = RegionCapture(window, got.append, failures.append, grab=lambda: [grab])
+    capture._grabs = [grab]
+    capture.choose(Rect(10, 20, 300, 100))
+    assert failures == [] and len(got) == 1
+    assert got[0].shape == (200, 600, 3)
+    assert np.array_equal(got[0], page.image[40:240, 20:620])
+    assert capture.last_region == Rect(10, 20, 300, 100)  # what "again" cuts next time
+
+
+def test_an_all_black_capture_is_named_with_its_fix_and_never_read(qtbot: QtBot) -> None:
+    black = Grab(ScreenGeometry(Rect(0, 0, 400, 300), 1.0), qimage(np.zeros((300, 400, 3), np.uint8)))
+    window = QWidget()
+    qtbot.addWidget(window)
+    got: list[Image] = []
+    failures: list[str] = []
+    capture = RegionCapture(window, got.append, failures.append, grab=lambda: [black])
+    capture._grabs = [black]
+    capture.choose(Rect(0, 0, 200, 100))
+    assert got == [] and len(failures) == 1 and "all black" in failures[0]
+
+
+def test_to_array_keeps_rgb_order() -> None:
+    pixels = np.zeros((4, 5, 3), np.uint8)
+    pixels[..., 0] = 200  # red
+    assert np.array_equal(to_array(qimage(pixels)), pixels)
+
+
+def test_the_read_text_is_editable_and_enter_asks_the_queue_as_one_question(qtbot: QtBot) -> None:
+    asked: list[tuple[str, list[bytes], int]] = []
+    panel = CapturePanel(lambda text, images, n: asked.append((text, images, n)))
+    qtbot.addWidget(panel)
+    panel.add_capture(render("problem").image)
+    panel.add_capture(render("editor", theme="dark").image)
+    assert panel.isVisibleTo(panel.parentWidget() or panel) and panel.thumbs.count() == 2
+    qtbot.waitUntil(lambda: "TypeError" in panel.box.toPlainText() and "Two Sum" in panel.box.toPlainText(),
+                    timeout=240_000)
+    panel.box.setPlainText(panel.box.toPlainText().replace("Two Sum", "Two Sums"))  # the candidate's fix
+    qtbot.keyClick(panel.box, Qt.Key.Key_Return)
+    [(text, images, captures)] = asked
+    assert "1. Two Sums" in text and "    def two_sum(self, nums, target):" in text
+    assert images == [] and captures == 2  # the image setting is off: text only
+    assert panel.captures == [] and panel.box.toPlainText() == ""
+
+
+def test_a_dropped_capture_leaves_the_question_and_a_sixth_is_refused(qtbot: QtBot) -> None:
+    panel = CapturePanel(lambda *_: None, max_captures=2)
+    qtbot.addWidget(panel)
+    first = render("chat").image
+    assert panel.add_capture(first) and panel.add_capture(first)
+    assert not panel.add_capture(first) and "2 captures at most" in panel.note.text()
+    qtbot.waitUntil(lambda: all(c.text for c in panel.captures), timeout=240_000)
+    panel.drop(panel.captures[0])
+    assert len(panel.captures) == 1 and panel.thumbs.count() == 1
