@@ -321,6 +321,20 @@ def test_controls_drive_the_controller(
     assert "off" in window.status.low_latency_label.text()
 
 
+def test_the_window_shows_low_latency_mode_as_its_owner_changes_it(
+    qtbot: QtBot, window: MainWindow, controller: FakeController
+) -> None:
+    """The session owns the mode and changes it on its own thread (a hotkey, the command
+    line): the button and the status line follow, painted on the window's thread."""
+    assert window.low_latency_button.isChecked() and "on" in window.status.low_latency_label.text()
+    changer = threading.Thread(target=controller.low_latency.set, args=(False,))
+    changer.start()
+    changer.join()
+    qtbot.waitUntil(lambda: not window.low_latency_button.isChecked(), timeout=3000)
+    assert "off" in window.status.low_latency_label.text()
+    assert "set_low_latency:False" not in controller.calls  # shown, not asked again
+
+
 # --- settings ---------------------------------------------------------------------------
 
 
