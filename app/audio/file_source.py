@@ -11,9 +11,7 @@ converted with :mod:`app.audio.resample`.  The header's rate, channels and lengt
 checked before anything is allocated for them: a replay costs what the file's size says.
 Anything else is decoded with PyAV (installed with faster-whisper) when available.
 
-A multi-channel file is downmixed, unless ``channel`` picks one of its channels: a call
-recorded as a two-channel WAV (interviewer left, candidate right) is replayed as two
-sources on one session clock, each reading its own channel.
+Design notes: decision 0038.
 """
 
 from __future__ import annotations

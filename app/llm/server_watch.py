@@ -8,14 +8,7 @@ first asks :meth:`ServerWatch.route` where to go: the child's URL while it lives
 ``poll()`` of the process, no I/O), else it waits for the restart, which sends nothing to
 the port before the new child answered the identity challenge
 (:func:`app.llm.server_identity.prove`, again for each child).  A watcher thread notices a
-death between requests too, says so and restarts at once.
-
-One restart: a child that dies again is not going to serve this session, so the session
-goes on as it does without a local model (captions, no answers), and says so.
-
-On POSIX the app also keeps the listening socket it handed over
-(:attr:`app.llm.local_server.LocalServer`), so no other program can bind the port at all;
-the check above is what holds on Windows, where the port is handed on by number.
+death between requests too, says so and restarts at once. Design notes: decision 0039.
 """
 
 from __future__ import annotations

@@ -10,11 +10,7 @@ Every line passes :func:`app.platform.redact.redact` (on the writer thread): no 
 credential in a URL reaches a file, whatever message carried it.
 
 With ``sync`` (a session log), the file is fsynced when the log is closed: what the
-session said survives a power cut after it ended.
-
-A full queue (a disk that cannot keep up) drops events and counts them rather than
-blocking the emitter; a write that fails (disk full, folder gone) stops the writing,
-is reported once through ``on_error``, and the session goes on.
+session said survives a power cut after it ended. Design notes: decision 0039.
 """
 
 from __future__ import annotations

@@ -3,19 +3,8 @@
 A reader's own checks run between its steps, and a parser can spend seconds inside one
 step (pypdf parses a page's whole content stream before it hands out any text: 150,000
 text operators took 4 s, a stream under two Flate layers 24 s and 330 MB).  So the
-reading runs in a child process, and the parent enforces the bounds from outside:
-
-- a wall clock: the child has the reader's time limit from the moment it is ready (the
-  interpreter and the parser imported, which a loaded machine may take a while to do),
-  and is killed when the limit is up;
-- a memory cap: ``RLIMIT_AS`` on Linux, so the child fails its own allocations instead of
-  the machine's memory filling.  macOS accepts the limit but does not enforce it, and
-  Windows has no ``setrlimit`` (a job object would do it, not available here): there the
-  wall clock bounds the cost alone.
-
-The child is started with ``spawn`` on every system (what a PyInstaller bundle supports,
-with ``multiprocessing.freeze_support()`` in its entry point; ``fork`` would copy a
-process holding threads and models).
+reading runs in a child process, and the parent enforces the bounds from outside: a
+wall clock, and a memory cap where the system enforces one.  Design notes: decision 0039.
 """
 
 from __future__ import annotations
