@@ -14,28 +14,35 @@ from app.asr.stabilizer import LocalAgreement
 from devtools.bench.corpus import wer
 from tests.speech import read_wav, synth
 
+QUESTIONS = ("What is the difference between a process and a thread?",
+             "Tell me about a time you disagreed with your manager.",
+             "How does garbage collection work in Java?",
+             "Why are you interested in this role?")
 
-def test_a_question_is_transcribed_closely(decoder: WhisperDecoder) -> None:
-    text = "What is the difference between a process and a thread?"
-    hyp = decoder.decode(read_wav(synth(text)))
-    assert wer([text], [hyp.text]) <= 0.2, hyp.text
-    assert not is_hallucination(hyp)
+
+def test_questions_are_transcribed_closely(decoder: WhisperDecoder) -> None:
+    """Over several questions, not one: int8 kernels differ between CPUs (AVX2 without
+    VNNI hears "that we are process" in the first), so a single clip's words are the
+    CPU's as much as the model's."""
+    hyps = [decoder.decode(read_wav(synth(text))) for text in QUESTIONS]
+    assert wer(list(QUESTIONS), [h.text for h in hyps]) <= 0.2, [h.text for h in hyps]
+    assert not any(is_hallucination(h) for h in hyps)
 
 
 def test_words_the_caller_doubts_are_decoded_again_with_a_beam(decoder: WhisperDecoder) -> None:
-    """Greedy decoding is least sure of the last word: on this clip (flite's awb voice) it
-    splits "rate limiter" into "rate limit or", which reads as a thinking pause; the
-    beam, decoding the same encoding, hears the word."""
+    """Greedy decoding is least sure of the last word: on some CPUs it splits this clip's
+    (flite's awb voice) "rate limiter" into "rate limit or", which reads as a thinking
+    pause. Words the caller doubts are decoded again with a beam, on the same encoding,
+    which hears the word; words it does not doubt keep the greedy text."""
     audio = read_wav(Path(__file__).parents[1] / "data" / "rate-limiter.wav")
     greedy = decoder.decode(audio)
-    assert greedy.text.endswith("limit or")  # what the second look is for
     asked: list[str] = []
 
-    def trails_off(text: str) -> bool:
+    def doubts(text: str) -> bool:
         asked.append(text)
-        return text.endswith(" or")
+        return True
 
-    rechecked = decoder.decode(audio, recheck=trails_off)
+    rechecked = decoder.decode(audio, recheck=doubts)
     assert asked == [greedy.text]  # asked about the greedy words, once
     assert "limiter" in rechecked.text.lower() and "limit or" not in rechecked.text
     assert decoder.decode(audio, recheck=lambda text: False).text == greedy.text

@@ -204,10 +204,10 @@ def test_a_thinking_pause_of_700_ms_does_not_split_the_question(decoder: Whisper
 
 
 def test_the_interviewer_s_words_that_seem_to_trail_off_get_a_second_look(decoder: WhisperDecoder) -> None:
-    """tiny.en's greedy pass hears this question's end as "rate limit or", a thinking
-    pause that would hold the turn for 1.5 s: the interviewer's pause pass, greedy,
-    decodes it again with a beam (``asr.recheck_beam``); by default that pass searches
-    with a beam already (``asr.pause_beam``)."""
+    """tiny.en's greedy pass can hear this question's end as "rate limit or" (its int8
+    kernels do on some CPUs), a thinking pause that would hold the turn for 1.5 s: the
+    interviewer's pause pass, greedy, decodes it again with a beam (``asr.recheck_beam``);
+    by default that pass searches with a beam already (``asr.pause_beam``)."""
     clip = Path(__file__).parents[1] / "data" / "rate-limiter.wav"
     greedy = Settings()
     greedy.asr.pause_beam = 1
@@ -215,9 +215,6 @@ def test_the_interviewer_s_words_that_seem_to_trail_off_get_a_second_look(decode
         events, _ = replay(decoder, clip, settings=settings)
         final = of(events, FinalEvent)[-1].text
         assert "limiter" in final.lower() and "limit or" not in final
-    greedy.asr.recheck_beam = 1  # no second look: the split word stands
-    events, _ = replay(decoder, clip, settings=greedy)
-    assert of(events, FinalEvent)[-1].text.endswith("limit or")
 
 
 def test_two_questions_are_two_utterances(decoder: WhisperDecoder) -> None:
@@ -263,7 +260,8 @@ def test_a_noise_burst_before_a_question_is_dropped(decoder: WhisperDecoder, tmp
 
 def test_cli_transcribe_writes_json_lines(tmp_path: Path) -> None:
     clip = synth("Why are you interested in this role?")
-    command = [sys.executable, "-m", "app", "transcribe", str(clip), "--events", "-", "--speed", "4"]
+    # in real time: a partial pass is due every 300 ms of voice, whatever the machine
+    command = [sys.executable, "-m", "app", "transcribe", str(clip), "--events", "-"]
     out = subprocess.run(command, capture_output=True, text=True, timeout=120, check=True)
     lines = [json.loads(line) for line in out.stdout.splitlines()]
     kinds = {line["event"] for line in lines}
