@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from app.answer.engine import AnswerEngine
+from app.answer.engine import AnswerEngine, AnswerTarget
 from app.core.clock import SessionClock
 from app.core.config import Settings
 from app.core.events import AnswerDoneEvent, EventBus, StatusEvent, TokenEvent
@@ -27,9 +27,10 @@ def engine_for(server: FakeServer, settings: Settings) -> tuple[AnswerEngine, Re
     bus, rec = EventBus(), Recorder()
     bus.subscribe(rec)
     base_url = server.start()
-    engine = AnswerEngine(settings, bus, SessionClock(), PromptBuilder(None, None, None),
-                          lambda: LlmClient(base_url, KEY, "gpt-4o-mini"), model="gpt-4o-mini",
-                          session_id="t")
+    prompt = PromptBuilder(None, None, None)
+    engine = AnswerEngine(settings, bus, SessionClock(), lambda _language: prompt,
+                          lambda: LlmClient(base_url, KEY, "gpt-4o-mini"),
+                          target=AnswerTarget("gpt-4o-mini", "t"))
     bus.subscribe(engine.on_event)
     engine.start()
     assert engine.warmed.wait(NEVER_S)

@@ -19,7 +19,7 @@ import pytest
 
 from app.llm import body_cap
 from app.llm.body_cap import MAX_BODY_BYTES, BodyTooLarge
-from app.llm.client import LlmClient
+from app.llm.client import ClientTuning, LlmClient
 from app.llm.errors import LlmError
 from app.llm.ollama import find_ollama
 
@@ -98,7 +98,7 @@ def _stopped_reading(server: Endless) -> None:
 
 
 async def test_an_endless_models_list_is_refused(endless: Endless) -> None:
-    client = LlmClient(endless.url, "sk-x", "m", spare_connections=0, timeout=60)
+    client = LlmClient(endless.url, "sk-x", "m", ClientTuning(spare_connections=0, timeout=60))
     try:
         with pytest.raises(LlmError) as info:
             await client.list_models()
@@ -112,7 +112,8 @@ async def test_an_endless_models_list_is_refused(endless: Endless) -> None:
 
 
 async def test_an_endless_error_body_is_refused(endless_error: Endless) -> None:
-    client = LlmClient(endless_error.url, "sk-x", "m", spare_connections=0, timeout=60, rewarm=False)
+    tuning = ClientTuning(spare_connections=0, timeout=60, rewarm=False)
+    client = LlmClient(endless_error.url, "sk-x", "m", tuning)
     try:
         with pytest.raises(LlmError) as info:
             async for _ in client.stream_chat([{"role": "user", "content": "hi"}], max_tokens=4,
