@@ -905,9 +905,12 @@ _REASONS = {
 
 def has_image(messages: Sequence[Any]) -> bool:
     """Does any message carry an ``image_url`` content part?"""
-    return any(isinstance(part, dict) and part.get("type") == "image_url"
-               for message in messages if isinstance(message, dict)
-               for part in (message.get("content") if isinstance(message.get("content"), list) else []))
+    for message in messages:
+        content = message.get("content") if isinstance(message, dict) else None
+        if isinstance(content, list) and any(isinstance(p, dict) and p.get("type") == "image_url"
+                                             for p in content):
+            return True
+    return False
 
 
 def _error_body(message: str, kind: str, code: str | None, param: str | None = None) -> bytes:
