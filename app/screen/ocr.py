@@ -160,7 +160,8 @@ def _blank_after_ink(image: Image, box: Box) -> tuple[float, float] | None:
     (where the ink before it ends, where the ink after it starts), in image pixels."""
     y0, y1 = max(0, int(box.y0)), min(image.shape[0], int(box.y1) + 1)
     x0, x1 = max(0, int(box.x0)), min(image.shape[1], int(box.x1) + 1)
-    inked = [bool(v) for v in np.asarray(image[y0:y1, x0:x1, 0] < 200).any(axis=0)]  # grey numbers too
+    columns = np.asarray(np.asarray(image[y0:y1, x0:x1, 0] < 200).any(axis=0), dtype=bool).reshape(-1)
+    inked = [bool(v) for v in columns]  # grey line numbers are ink too
     seen, run = False, 0
     for offset, ink in enumerate(inked):
         if ink and seen and run >= box.height / 2:
