@@ -58,7 +58,7 @@ def test_nothing_is_empty() -> None:
 
 
 def test_line_numbers_whose_padded_boxes_all_but_touch_the_code_are_still_dropped() -> None:
-    code = ["class A:", "    x = 1", "    y = 2"]
+    code = ["def f(x):", "    y = g(x)", "    return y"]
     boxes = []
     for i, c in enumerate(code):
         boxes.append(Box(0, 24 * i, 27, 24 * i + H, str(i + 1)))  # padded: ends 3 px before the code
