@@ -907,8 +907,8 @@ def has_image(messages: Sequence[Any]) -> bool:
     """Does any message carry an ``image_url`` content part?"""
     for message in messages:
         content = message.get("content") if isinstance(message, dict) else None
-        if isinstance(content, list) and any(isinstance(part, dict) and part.get("type") == "image_url"
-                                             for part in content):
+        if isinstance(content, list) and any(isinstance(p, dict) and p.get("type") == "image_url"
+                                             for p in content):
             return True
     return False
 

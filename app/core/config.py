@@ -420,8 +420,6 @@ class ScreenConfig(_Section):
     send_image: bool = False
     """Send the captures' images to the endpoint as well as their text (a vision-capable
     model; the image leaves this machine).  A model that refuses images gets the text."""
-    keep_images: bool = False
-    """Keep the captures' images beside the session file (they may show other people's data)."""
     max_captures: int = Field(default=5, ge=1, le=5)
     """Captures queued into one question."""
     language: Literal["en", "zh"] = "en"

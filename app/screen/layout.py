@@ -32,9 +32,11 @@ on 14 px text)."""
 RUN_SLACK = 3
 """Rows tried past the last that still split: line numbers are told from a column of
 text only from the third number on, so a run's first rows split only with the rows after."""
-LINE_NUMBER_HEIGHTS = 0.4
-"""The narrowest gap between an editor's line numbers and its code, in text heights (editors
-leave at least a character's width, about half a text height)."""
+LINE_NUMBER_HEIGHTS = 0.1
+"""The narrowest gap between an editor's line numbers and its code, in text heights: editors
+leave a character's width, but the detector pads each box by about a third of its height on
+either side, so the two boxes can all but touch; a column of three or more small integers
+is what tells it from a word space."""
 BLANK_LINE_HEIGHTS = 0.9
 """A vertical gap above a row wider than this many text heights ends a paragraph."""
 _CODE = re.compile(

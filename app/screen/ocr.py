@@ -18,6 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from app.platform.cores import pass_threads
 from app.screen.errors import NothingReadable, OcrUnavailable
 from app.screen.layout import Box, box_from_points, reading_order
@@ -158,8 +160,8 @@ def _blank_after_ink(image: Image, box: Box) -> tuple[float, float] | None:
     (where the ink before it ends, where the ink after it starts), in image pixels."""
     y0, y1 = max(0, int(box.y0)), min(image.shape[0], int(box.y1) + 1)
     x0, x1 = max(0, int(box.x0)), min(image.shape[1], int(box.x1) + 1)
-    darkest = image[y0:y1, x0:x1, 0].min(axis=0, initial=255)
-    inked: list[bool] = [bool(value < 200) for value in darkest]  # grey line numbers are ink too
+    columns = np.asarray(np.asarray(image[y0:y1, x0:x1, 0] < 200).any(axis=0), dtype=bool).reshape(-1)
+    inked = [bool(v) for v in columns]  # grey line numbers are ink too
     seen, run = False, 0
     for offset, ink in enumerate(inked):
         if ink and seen and run >= box.height / 2:

@@ -14,20 +14,21 @@ from devtools.screen_pages import render
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def run(*args: str) -> subprocess.CompletedProcess[str]:
+def run(*args: str, home: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "app", "read", *args], cwd=ROOT, capture_output=True,
                           text=True, timeout=240, env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin",
-                                                       "HOME": str(ROOT / ".no-home")})
+                                                       "HOME": str(home)})
 
 
 def test_a_screenshot_prints_its_code_indented(tmp_path: Path) -> None:
-    done = run(str(render("editor").save(tmp_path / "editor.png")))
+    done = run(str(render("editor").save(tmp_path / "editor.png")), home=tmp_path)
     assert done.returncode == 0, done.stderr
     assert "            if target - n in seen:" in done.stdout.splitlines()
 
 
 def test_chinese_keeps_its_punctuation(tmp_path: Path) -> None:
-    done = run(str(render("chat", language="zh", text_px=14).save(tmp_path / "chat.png")), "--language", "zh")
+    done = run(str(render("chat", language="zh", text_px=14).save(tmp_path / "chat.png")), "--language", "zh",
+               home=tmp_path)
     assert done.returncode == 0, done.stderr
     assert "，" in done.stdout
 
@@ -40,7 +41,7 @@ def test_not_an_image_nothing_readable_and_all_black_exit_2_with_one_line(tmp_pa
     noise = tmp_path / "gradient.png"
     Image.fromarray(np.tile(np.linspace(0, 255, 640, dtype=np.uint8)[None, :, None], (360, 1, 3))).save(noise)
     for path, words in ((notes, "not an image"), (black, "all black"), (noise, "no text")):
-        done = run(str(path))
+        done = run(str(path), home=tmp_path)
         assert done.returncode == 2, (path, done.stdout, done.stderr)
         lines = [line for line in done.stderr.splitlines() if line.strip()]
         assert len(lines) == 1 and words in lines[0] and "Traceback" not in done.stderr, done.stderr

@@ -55,3 +55,13 @@ def test_a_paragraph_gap_is_a_blank_line() -> None:
 def test_nothing_is_empty() -> None:
     assert reading_order([]) == ""
     assert reading_order([Box(0, 0, 10, 10, "  ")]) == ""
+
+
+def test_line_numbers_whose_padded_boxes_all_but_touch_the_code_are_still_dropped() -> None:
+    code = ["def f(x):", "    y = g(x)", "    return y"]
+    boxes = []
+    for i, c in enumerate(code):
+        boxes.append(Box(0, 24 * i, 27, 24 * i + H, str(i + 1)))  # padded: ends 3 px before the code
+        indent = len(c) - len(c.lstrip())
+        boxes.append(line(30 + C * indent, 24 * i, c.lstrip()))
+    assert reading_order(boxes) == "\n".join(code)
