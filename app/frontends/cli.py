@@ -215,8 +215,8 @@ def _listen(settings: Settings, args: argparse.Namespace) -> int:
         log.close()
         print(f"session saved: {log.path}", file=sys.stderr)
     if code == EXIT_OK and log.lost:
-        print(f"error: the session file {log.path} is incomplete: what the session said after "
-              "the write error is not in it", file=sys.stderr)
+        print(f"error: the session file {log.path} is incomplete: part of what the session said "
+              "is not in it (see the warning above)", file=sys.stderr)
         return EXIT_FAILED
     if code == EXIT_OK and unanswered.turns:
         print(f"error: {len(unanswered.turns)} question(s) got no answer: the LLM endpoint failed",

@@ -161,6 +161,9 @@ def _read_bytes(p: Path, what: str) -> bytes:
     except IsADirectoryError:
         raise DocumentError(f"{what} is a folder, not a file: pick the file itself in Settings.", p) from None
     except PermissionError:
+        if p.is_dir():  # Windows opens no folder: it says "permission denied" for one
+            raise DocumentError(f"{what} is a folder, not a file: pick the file itself in Settings.",
+                                p) from None
         raise DocumentError(
             f"{what} could not be opened (permission denied): move it somewhere you can read "
             "it, such as your Documents folder, and pick it again in Settings.",

@@ -3,7 +3,7 @@
 One run: a small tmpfs mounted as the app's data folder with one page (4 KiB) left, the
 app replaying four questions headless; the session log fills the disk within its first
 lines.  The product's promise: the warning naming the session log and the cause within 5 s
-of the write that failed (the file's last change), exit 1 with "is incomplete", every
+of the file filling the space left (its size polled every 10 ms), exit 1 with "is incomplete", every
 whole line written before the fault readable, no traceback.  Mounting needs root.
 
     sudo python -m devtools.bench.disk_full --runs 20 --busy 4
@@ -58,7 +58,7 @@ def small_disk(folder: Path, free: int) -> Iterator[Path]:
 @dataclass(frozen=True)
 class Fill:
     warned_after_s: float | None
-    """From the session file's last change (the write that failed) to the warning."""
+    """From the session file filling the space left (polled every 10 ms) to the warning."""
     code: int
     stderr: str
     kept_lines: int
@@ -89,17 +89,31 @@ def fill_disk(home: Path, clip: Path) -> Fill:
                     warned.append(time.time())
                 lines.append(line)
 
+        full: list[float] = []
+
+        def watch() -> None:
+            """The fault: the session file reaching the space left (tmpfs hands out whole
+            pages, so the disk says it is full from the file's first byte)."""
+            while app.poll() is None and not full:
+                saved = next((home / "data").rglob("session-*.jsonl"), None)
+                with contextlib.suppress(OSError):
+                    if saved is not None and saved.stat().st_size >= FREE:
+                        full.append(time.time())
+                time.sleep(0.01)
+
         reader = threading.Thread(target=read, daemon=True)
+        watcher = threading.Thread(target=watch, daemon=True)
         reader.start()
+        watcher.start()
         code = app.wait(timeout=300)
         reader.join(10)
+        watcher.join(10)
         saved = next((home / "data").rglob("session-*.jsonl"), None)
-        kept, changed = 0, None
+        kept = 0
         if saved is not None:
-            changed = saved.stat().st_mtime
             *whole, _torn = saved.read_text(encoding="utf-8", errors="replace").split("\n")
             kept = sum(1 for line in whole if json.loads(line))
-    after = warned[0] - changed if warned and changed is not None else None
+    after = warned[0] - full[0] if warned and full else None
     return Fill(after, code, "".join(lines), kept)
 
 

@@ -78,3 +78,19 @@ def test_a_session_with_a_fifo_for_a_resume_starts_and_says_why(fifo: Path, tmp_
     said = run.stdout + run.stderr
     assert "cv.txt" in said and "a pipe (FIFO)" in said and "session saved" in run.stderr, said
     assert "Traceback" not in run.stderr
+
+
+def test_a_folder_is_named_where_opening_one_is_refused(tmp_path: Path,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Windows refuses to open a folder with "permission denied": it is still a folder."""
+    real = os.open
+
+    def like_windows(name: str | os.PathLike[str], *args: int) -> int:
+        if os.path.isdir(name):
+            raise PermissionError(13, "Permission denied")
+        return real(name, *args)
+
+    monkeypatch.setattr(os, "open", like_windows)
+    folder = tmp_path / "cv.pdf"
+    folder.mkdir()
+    assert "is a folder" in _refused(folder)
