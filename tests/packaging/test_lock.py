@@ -89,3 +89,20 @@ def test_llama_cpp_is_compiled_at_the_locked_version() -> None:
     assert match is not None
     locked = next(p for p in _lock()["package"] if p["name"] == "llama-cpp-python")
     assert locked["version"] == match.group(1) and "sdist" in locked
+
+
+MACOS_MINIMUM = (14, 0)
+"""The oldest macOS the dmg supports (README, Install)."""
+MAC_ARM_WHEEL = re.compile(r"-macosx_(\d+)_(\d+)_(?:arm64|universal2)\.whl$")
+
+
+def test_every_locked_native_wheel_installs_on_the_oldest_supported_macos() -> None:
+    """A package whose macOS wheels all need a newer system (opencv-python-headless 5.1:
+    macOS 15) would leave the dmg's build, or a user's pip, with an sdist to compile."""
+    too_new = []
+    for package in _lock()["package"]:
+        versions = [tuple(map(int, m.groups())) for wheel in package.get("wheels", [])
+                    if (m := MAC_ARM_WHEEL.search(wheel["url"]))]
+        if versions and min(versions) > MACOS_MINIMUM:
+            too_new.append((package["name"], package["version"], min(versions)))
+    assert too_new == []
