@@ -111,8 +111,11 @@ def _alive(pid: int) -> bool:
         os.kill(pid, 0)  # a zombie still counts: it holds no socket, but has not been reaped
     except ProcessLookupError:
         return False
-    with open(f"/proc/{pid}/stat", encoding="ascii") as stat:
-        return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except (FileNotFoundError, ProcessLookupError):  # reaped meanwhile (by the watch)
+        return False
 
 
 async def answer(client: LlmClient) -> str:

