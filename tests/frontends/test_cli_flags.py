@@ -36,10 +36,13 @@ def subparser(path: tuple[str, ...]) -> argparse.ArgumentParser:
 
 
 def required_options(parser: argparse.ArgumentParser) -> list[str]:
-    """What the subcommand cannot do without (``bench asr --corpus X``), so the only
-    mistake on the command line is the unknown flag."""
-    return [part for a in parser._actions if a.required and a.option_strings
-            for part in (a.option_strings[0], "x")]
+    """What the subcommand cannot do without (``bench asr --corpus X``, ``read IMAGE``), so
+    the only mistake on the command line is the unknown flag."""
+    options = [part for a in parser._actions if a.required and a.option_strings
+               for part in (a.option_strings[0], "x")]
+    positionals = ["x" for a in parser._actions if a.required and not a.option_strings
+                   and not isinstance(a, argparse._SubParsersAction)]
+    return options + positionals
 
 
 PATHS = sorted(subcommands(_parser()))
