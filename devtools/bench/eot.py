@@ -105,9 +105,9 @@ def draw(reports: Sequence[tuple[str, dict[str, Any]]], out: Path) -> None:
             ax.plot([x * 1000 for x in xs], [y * 100 for y in ys], "--", marker="s", alpha=0.45,
                     label=f"{name} (eot-bench, to verdict)")
         for curve, members in sweeps(m for m in modes if m != "ratios").items():
-            pts = sorted((modes[m]["eot"]["delay_median_s"] * 1000, modes[m]["eot"]["false_cutoff_rate"] * 100, m)
-                         for m in members if modes[m].get("eot", {}).get("delay_median_s") is not None
-                         and modes[m]["eot"].get("false_cutoff_rate") is not None)
+            scored = [(m, modes[m].get("eot") or {}) for m in members]
+            pts = sorted((e["delay_median_s"] * 1000, e["false_cutoff_rate"] * 100, m) for m, e in scored
+                         if e.get("delay_median_s") is not None and e.get("false_cutoff_rate") is not None)
             if not pts:
                 continue
             ax.plot([p[0] for p in pts], [p[1] for p in pts], "-o", linewidth=2, label=curve)
@@ -144,7 +144,8 @@ def _ms(value: float | None) -> str:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("reports", nargs="+", type=Path, help="bench-turns.json files (one panel each)")
     parser.add_argument("--titles", help="comma-separated panel titles (default: the folder names)")
     parser.add_argument("--out", type=Path, default=Path("docs/eot-curve.png"))
