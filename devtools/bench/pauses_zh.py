@@ -2,8 +2,10 @@
 
 ``dev-pauses`` is English; ``dev-zh`` has no pause inside a question.  This writes a corpus
 in their format (WAVs + ``manifest.json`` with ``pauses``) from 24 Mandarin questions written
-for it, none of them a ``dev-zh`` sentence, spoken by espeak-ng's ``cmn`` voice with five
-variants and rates.  The pauses are of the kinds interviewers make: after an unfinished
+for it, none of them a ``dev-zh`` sentence, spoken by espeak-ng's Mandarin voice with five
+variants and rates (the characters are turned into tone-numbered pinyin by ``pypinyin``,
+the ``dev`` extra: Debian's espeak-ng has no dictionary of characters, and reads them as
+digits).  The pauses are of the kinds interviewers make: after an unfinished
 clause, after a filler (嗯, 那个), between the items of a list, after a preamble
 (a statement, then the question), and after a finished question they then change; four
 questions have none::
@@ -25,7 +27,7 @@ import numpy as np
 from app.audio.frames import SAMPLE_RATE
 from devtools.bench.synth import at_peak, speak, write_wav
 
-VOICES = ("espeak:cmn", "espeak:cmn+f3", "espeak:cmn+m3", "espeak:cmn+f2", "espeak:cmn+m1")
+VOICES = tuple(f"espeak:cmn-latn-pinyin{variant}" for variant in ("", "+f3", "+m3", "+f2", "+m1"))
 RATES = (250, 230, 270, 240, 260)
 """espeak-ng's words per minute for each voice (175 is its default): five speakers."""
 
@@ -67,6 +69,20 @@ LEAD_S, TAIL_S = 0.6, 2.5
 """As the dev corpora: 0.6 s before the speech, 2.5 s after."""
 
 
+_PUNCTUATION = str.maketrans({"，": ", ", "、": ", ", "？": "? ", "。": ". ", "！": "! "})
+
+
+def pinyin(text: str) -> str:
+    """``text`` as espeak-ng's pinyin voice reads it: "你好？" → "ni3 hao3?"; Latin words
+    (Redis, Java) are left as they are."""
+    try:
+        from pypinyin import Style, lazy_pinyin
+    except ImportError:
+        raise SystemExit("the Mandarin pause set needs pypinyin: pip install 'interview-copilot[dev]'") from None
+    syllables = lazy_pinyin(text, style=Style.TONE3, neutral_tone_with_five=True)
+    return " ".join(syllables).translate(_PUNCTUATION).replace(" ,", ",").replace(" ?", "?").strip()
+
+
 def build(out: Path) -> None:
     out.mkdir(parents=True, exist_ok=True)
     manifest = []
@@ -81,7 +97,7 @@ def build(out: Path) -> None:
                 pieces.append(np.zeros(round(part * SAMPLE_RATE)))
                 t += part
                 continue
-            said = speak(part, voice, rate)
+            said = speak(pinyin(part), voice, rate)
             pieces.append(at_peak(said))
             t += len(said) / SAMPLE_RATE
         pieces.append(np.zeros(round(TAIL_S * SAMPLE_RATE)))
