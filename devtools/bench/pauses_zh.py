@@ -78,7 +78,8 @@ def pinyin(text: str) -> str:
     try:
         from pypinyin import Style, lazy_pinyin
     except ImportError:
-        raise SystemExit("the Mandarin pause set needs pypinyin: pip install 'interview-copilot[dev]'") from None
+        raise SystemExit("the Mandarin pause set needs pypinyin: "
+                         "pip install 'interview-copilot[dev]'") from None
     syllables = lazy_pinyin(text, style=Style.TONE3, neutral_tone_with_five=True)
     return " ".join(syllables).translate(_PUNCTUATION).replace(" ,", ",").replace(" ?", "?").strip()
 
