@@ -80,6 +80,6 @@ def test_smart_turn_alone_ends_the_turn_on_its_verdict_or_after_its_fallback() -
 
 
 def test_smart_turn_alone_turns_the_sound_model_on_and_the_words_model_off() -> None:
-    assert "smart-turn" in MODES and "silence-0.4" in MODES and "debounce-2" in MODES
+    assert {"smart-turn", "pluely", "glass", "rules"} <= set(MODES)
     _, changed = mode_settings(Settings(), "smart-turn")
     assert changed.turns.smart_turn and not changed.turns.words_model
