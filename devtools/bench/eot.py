@@ -147,10 +147,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("reports", nargs="+", type=Path, help="bench-turns.json files (one panel each)")
-    parser.add_argument("--titles", help="comma-separated panel titles (default: the folder names)")
+    parser.add_argument("--titles", help="panel titles separated by \";\" (default: the folder names)")
     parser.add_argument("--out", type=Path, default=Path("docs/eot-curve.png"))
     args = parser.parse_args()
-    titles = args.titles.split(",") if args.titles else [p.parent.name for p in args.reports]
+    titles = args.titles.split(";") if args.titles else [p.parent.name for p in args.reports]
     loaded = [(t, json.loads(p.read_text(encoding="utf-8"))["summary"]) for t, p in
               zip(titles, args.reports, strict=True)]
     for title, modes in loaded:

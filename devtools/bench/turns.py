@@ -378,6 +378,10 @@ def score(events: list[Event], clip: Clip, mode: str) -> TurnResult:
     result = TurnResult(clip=clip.path.name, mode=mode, cadence=_cadence(events),
                         guesses=[e.text for e in events if isinstance(e, SpeculateEvent)])
     timeline = Timeline.of(events)
+    # every pause counts, answered or not: one with no answer on screen is no cut-off
+    result.pauses = [length for _, length in clip.pauses]
+    result.cut_offs = eot.cut_offs([t for a in timeline.answers() for t in (a.shown_at, a.put_up)],
+                                   clip.pauses, clip.speech_end_s)
     asked = [s for s in timeline.stages() if s.finals]
     result.finals = sum(len(s.finals) for s in asked)
     result.turns = [s.number for s in asked]
@@ -402,9 +406,6 @@ def score(events: list[Event], clip: Clip, mode: str) -> TurnResult:
         whole = question_key(final_of.get(request.turn, ""), fillers, tags)
         if written_for != whole or len(written_for) < 0.75 * len(words(clip.text)):
             result.stale += 1
-    result.pauses = [length for _, length in clip.pauses]
-    result.cut_offs = eot.cut_offs([t for a in timeline.answers() for t in (a.shown_at, a.put_up)],
-                                   clip.pauses, clip.speech_end_s)
     result.withdrawn = len(timeline.retractions)
     shown_at = {a.request: a.shown_at for a in timeline.answers()}
     result.flicker = [round(e.t - shown_at[e.request], 4) for e in timeline.retractions

@@ -83,3 +83,12 @@ def test_smart_turn_alone_turns_the_sound_model_on_and_the_words_model_off() -> 
     assert {"smart-turn", "pluely", "glass", "rules"} <= set(MODES)
     _, changed = mode_settings(Settings(), "smart-turn")
     assert changed.turns.smart_turn and not changed.turns.words_model
+
+
+def test_a_question_never_answered_still_counts_its_pauses(tmp_path: Path) -> None:
+    from devtools.bench.corpus import Clip
+    from devtools.bench.turns import score
+
+    clip = Clip(tmp_path / "q01.wav", "Could you tell me about the team?", 3.0, 0.6, ((1.2, 0.6),))
+    result = score([], clip, "product")
+    assert (result.pauses, result.cut_offs) == ([0.6], [False])
