@@ -280,7 +280,9 @@ class Endpointer:
                       or self._holds_question_word(text)),
             trailing=self.trails_off(text) or self.announces_more(text),
             question_streak=turn.question_streak,
-            asks=self.asks(text),
+            # a statement is judged on words a pass heard up to the voice's end: an older
+            # partial may stop before the question word ("如果线上出了故障，" for "…怎么排查？")
+            asks=self.asks(text) if turn.heard_all or self.asks(text) else None,
             closed=turn.heard_all and (tag or self._closed_wh_question(text)))
 
     def asks(self, text: str) -> bool | None:

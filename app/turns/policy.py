@@ -43,7 +43,8 @@ class TextCues:
     """Consecutive partials that ended in "?" or a tag (the text rules' question cue)."""
     asks: bool | None = None
     """The words as said ask or request (a question opener, "tell me…", 吗, 请…); False:
-    a statement; None: the language's words were not read for it."""
+    a statement (in words a pass heard up to the voice's end); None: not read (the
+    language has no lists, or the partial lags the voice)."""
     closed: bool = False
     """The newest partial heard all the voice and its words close a question: a tag, a
     final particle, or a question word before the closing mark (什么？, 吗, 呢)."""

@@ -452,3 +452,17 @@ def test_a_statement_at_a_pause_holds_the_turn_for_the_long_wait() -> None:
         t = round(t + 0.03, 3)
         ended = next((t for d in ep.tick(t) if isinstance(d, Endpoint)), None)
     assert ended is not None and ended - 2.0 >= TurnConfig().endpoint_incomplete_ms / 1000 - 1e-6
+
+
+def test_a_partial_that_lags_the_voice_is_not_judged_a_statement() -> None:
+    """Its words may stop before the question word: only words heard up to the voice's end
+    make a statement (a partial that asks, asks wherever it stops)."""
+    ep = started(language="zh")
+    speak_until(ep, 2.0)
+    ep.partial(1, "如果线上出了故障，", "", 1.4, 2.05)  # decoded up to 1.4 s of a voice to 2.0 s
+    turn = ep._turn
+    assert turn is not None and ep.cues(turn).asks is None
+    ep.partial(1, "如果线上出了故障，", "", 2.0, 2.1)
+    assert ep.cues(turn).asks is False
+    ep.partial(1, "你会怎么", "", 1.4, 2.15)
+    assert ep.cues(turn).asks is True
