@@ -89,8 +89,9 @@ def decide(cfg: TurnConfig, cues: TextCues, evidence: Evidence,
     sound = evidence.sound_p if cfg.smart_turn_weight > 0 else None
     if cues.trailing and not cues.tag:
         return _wait(cfg, "thinking", cfg.endpoint_thinking_silence_ms, None)
-    if cues.asks is False:
-        # a statement asks nothing: a preamble to the question, however finished it sounds
+    if cues.asks is False and cues.question_streak < 2:
+        # a statement asks nothing: a preamble to the question, however finished it sounds;
+        # unless pass after pass hears it rise ("你用过 Kubernetes？", "You've used Rust?")
         return _wait(cfg, "incomplete", cfg.endpoint_incomplete_ms, None)
     rules = (_wait(cfg, "complete", cfg.endpoint_question_silence_ms, None)
              if cues.question_streak >= 2 or cues.closed

@@ -61,6 +61,11 @@ def test_a_statement_waits_longer_than_a_question_however_finished_it_sounds() -
         wait = decide(CFG, statement, evidence)
         assert (wait.verdict, wait.endpoint_ms) == ("incomplete", CFG.endpoint_incomplete_ms)
     assert decide(CFG, TextCues(asks=True), Evidence(words_logp=-4.0)).endpoint_ms == CFG.endpoint_complete_ms
+    # a question asked by its intonation alone, "?" pass after pass, is no statement
+    rising = decide(CFG, TextCues(asks=False, question=True, question_streak=2), Evidence())
+    assert (rising.verdict, rising.endpoint_ms) == ("complete", CFG.endpoint_question_silence_ms)
+    once = decide(CFG, TextCues(asks=False, question=True, question_streak=1), Evidence())
+    assert once.endpoint_ms == CFG.endpoint_incomplete_ms
     # a language whose words are not read (asks None) keeps the signals' verdict
     assert decide(CFG, TextCues(), Evidence(words_logp=-4.0)).endpoint_ms == CFG.endpoint_complete_ms
 
