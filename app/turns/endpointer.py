@@ -103,9 +103,12 @@ class TurnPolicy(Protocol):
 
 class Endpointer:
     def __init__(self, config: TurnConfig, language: str = "en", fillers: Iterable[str] = (), *,
-                 policy: TurnPolicy | None = None) -> None:
-        """``policy``: the product's :class:`SignalsPolicy` unless a benchmark baseline is given."""
+                 policy: TurnPolicy | None = None, questions: bool = True) -> None:
+        """``policy``: the product's :class:`SignalsPolicy` unless a benchmark baseline is given;
+        ``questions`` False: this speaker answers (the candidate), so a statement is no
+        preamble to wait out."""
         self._cfg = config
+        self._questions = questions
         self._policy: TurnPolicy = policy or SignalsPolicy()
         self._fillers = tuple(fillers)
         self.set_language(language)
@@ -282,7 +285,8 @@ class Endpointer:
             question_streak=turn.question_streak,
             # a statement is judged on words a pass heard up to the voice's end: an older
             # partial may stop before the question word ("如果线上出了故障，" for "…怎么排查？")
-            asks=self.asks(text) if turn.heard_all or self.asks(text) else None,
+            asks=(self.asks(text) if self._questions and (turn.heard_all or self.asks(text))
+                  else None),
             closed=turn.heard_all and (tag or self._closed_wh_question(text)))
 
     def asks(self, text: str) -> bool | None:

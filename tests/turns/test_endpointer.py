@@ -466,3 +466,12 @@ def test_a_partial_that_lags_the_voice_is_not_judged_a_statement() -> None:
     assert ep.cues(turn).asks is False
     ep.partial(1, "你会怎么", "", 1.4, 2.15)
     assert ep.cues(turn).asks is True
+
+
+def test_the_candidates_statements_are_answers_not_preambles() -> None:
+    ep = Endpointer(TurnConfig(), "en", questions=False)
+    ep.speech_started(1, 0.5)
+    speak_until(ep, 2.0)
+    ep.partial(1, "I worked at a bank for three years.", "", 2.0, 2.05)
+    turn = ep._turn
+    assert turn is not None and ep.cues(turn).asks is None
