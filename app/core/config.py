@@ -149,7 +149,24 @@ class LanguageWords(_Section):
     after a clause boundary only ("How well?" is no marker, "…? Well," is)."""
     fillers: list[str] = Field(default_factory=list)
     """Dropped when comparing questions ("um", 嗯, 那个)."""
+    question_openers: list[str] = Field(default_factory=list)
+    """A clause that opens with one of these asks ("what", "could", "when did"): the words
+    as said make a question, whatever "?" the recogniser wrote or left out."""
+    request_words: list[str] = Field(default_factory=list)
+    """A clause that opens with one of these asks for an answer as a question does ("tell
+    me", "walk me through", 请, 介绍); a Chinese one counts wherever it stands.  A turn
+    whose words neither ask nor request is a statement, which waits longer (a preamble:
+    "We run everything on AWS, …")."""
 
+
+_WH = ["what", "what's", "who", "who's", "whom", "whose", "which", "why", "how", "how's"]
+_AUXILIARIES = ["do", "does", "did", "is", "are", "was", "were", "am", "have", "has", "had", "can",
+                "could", "would", "will", "should", "shall", "may", "might", "must", "don't", "doesn't",
+                "didn't", "isn't", "aren't", "wasn't", "weren't", "haven't", "hasn't", "can't", "couldn't",
+                "wouldn't", "won't", "shouldn't"]
+"""What opens an English question: a wh-word, or an auxiliary before its subject; "when"
+and "where" open a question only before an auxiliary ("When did you…?", not "When you
+joined…,")."""
 
 DEFAULT_WORDS: dict[str, dict[str, list[str]]] = {
     "en": {
@@ -160,6 +177,17 @@ DEFAULT_WORDS: dict[str, dict[str, list[str]]] = {
         "thinking_words": ["and", "so", "but", "or", "because", "like", "then", "um", "uh", "the", "a"],
         "more_words": ["actually", "sorry", "i mean", "or rather", "and also", "well", "also"],
         "fillers": ["um", "uh", "erm", "er", "ah", "hmm", "mm"],
+        "question_openers": [*_WH, *_AUXILIARIES,
+                             *(f"{w} {a}" for w in ("when", "where") for a in _AUXILIARIES)],
+        "request_words": ["tell me", "tell us", "walk me through", "walk us through", "talk me through",
+                          "talk us through", "take me through", "take us through", "give me", "give us",
+                          "show me", "show us", "help me understand", "explain", "describe", "compare",
+                          "define", "outline", "summarize", "summarise", "share", "name", "list", "pick",
+                          "choose", "imagine", "suppose", "design", "sketch", "please", "let me know",
+                          "i want to know", "i want to understand", "i want to hear", "i'd like to know",
+                          "i'd like to understand", "i'd like to hear", "i would like to know",
+                          "i would like to hear", "i'm curious", "i am curious", "i wonder",
+                          "i was wondering"],
     },
     "zh": {
         "end_words": ["对吧", "是这样", "嗯", "是不是", "好吗"],
@@ -168,6 +196,9 @@ DEFAULT_WORDS: dict[str, dict[str, list[str]]] = {
         "thinking_words": ["然后", "所以", "但是", "还有", "就是"],
         "more_words": ["还有", "另外", "就是说", "我的意思是"],
         "fillers": ["嗯", "呃", "啊", "那个"],
+        "request_words": ["请", "介绍", "说说", "说一说", "说一下", "讲讲", "讲一讲", "讲一下", "讲一个",
+                          "谈谈", "谈一谈", "描述", "解释", "分享", "比较", "举个例子", "举一个例子",
+                          "想了解", "想知道", "想听听"],
     },
 }
 """Every language's word lists, in one place.  A ``[turns.words.LANG]`` table in the

@@ -582,7 +582,8 @@ def _parser() -> argparse.ArgumentParser:
                                 "question), user-fixes (one warm client, unbuffered tokens, guesses "
                                 "reused at a 0.92 ratio), rules (the text-rules endpointer, no "
                                 "end-of-turn model), pluely / glass (the turn ends after a fixed "
-                                "0.4 s / 2 s of silence, no guess), product (the defaults); "
+                                "0.4 s / 2 s of silence, no guess), smart-turn (Smart Turn v3.2 alone: "
+                                "the smart-turn extra), product (the defaults); "
                                 "MODE@SECTION.KEY=VALUE changes a setting (product@vad.hangover_ms=30)")
             b.add_argument("--against", metavar="REV",
                            help="also replay every clip with another tree's code (a commit, or a "
@@ -596,6 +597,10 @@ def _parser() -> argparse.ArgumentParser:
                                 "N = N processes spinning on a core each; call (or callN) = one (N) "
                                 "video-call-like process, 60%% of a core in 20 ms bursts")
             b.add_argument("--local", action="store_true", help="against the embedded local LLM")
+            b.add_argument("--clips", metavar="q01,q07", help="only these clips (a subset across kinds)")
+            b.add_argument("--pauses", action="store_true",
+                           help="score the mid-turn pauses the manifest lists (false cut-offs against "
+                                "the delay, eot-bench's curve) and draw eot-curve.png beside the JSON")
         if name == "glossary":
             b.add_argument("--repeats", type=int, default=3, help="passes per clip, with and without")
             b.add_argument("--budgets", help="comma-separated token budgets for the terms, interleaved "

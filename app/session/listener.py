@@ -140,7 +140,7 @@ class Listener:
         self._continuation_s = turns.continuation_window_ms / 1000 if options.asks else 0.0
         self._vad = VoiceDetector(settings.vad)
         self._endpointer = Endpointer(turns, settings.asr.language, turns.all_words("fillers"),
-                                      policy=options.policy)
+                                      policy=options.policy, questions=options.asks)
         self._endpointer.guesses_held(settings.answer.low_latency)
         vad = settings.vad  # only the interviewer's words are guessed: a pass for the guess is theirs
         pauses = vad if options.asks else vad.model_copy(update={"guess_hangover_ms": vad.hangover_ms})

@@ -103,9 +103,12 @@ class TurnPolicy(Protocol):
 
 class Endpointer:
     def __init__(self, config: TurnConfig, language: str = "en", fillers: Iterable[str] = (), *,
-                 policy: TurnPolicy | None = None) -> None:
-        """``policy``: the product's :class:`SignalsPolicy` unless a benchmark baseline is given."""
+                 policy: TurnPolicy | None = None, questions: bool = True) -> None:
+        """``policy``: the product's :class:`SignalsPolicy` unless a benchmark baseline is given;
+        ``questions`` False: this speaker answers (the candidate), so a statement is no
+        preamble to wait out."""
         self._cfg = config
+        self._questions = questions
         self._policy: TurnPolicy = policy or SignalsPolicy()
         self._fillers = tuple(fillers)
         self.set_language(language)
@@ -155,6 +158,13 @@ class Endpointer:
         self._more = [w.lower().strip() for w in lists.more_words if w.strip()]
         self._particles = [w.lower() for w in lists.final_particles]
         self._question_words = [w.lower() for w in lists.question_words]
+        self._openers = [w.lower() for w in (*lists.question_openers, *lists.request_words)
+                         if w.strip() and not is_cjk(w[0])]
+        self._requests_cjk = [w for w in lists.request_words if w.strip() and is_cjk(w[0])]
+        self._lead_ins = {w.lower() for w in (*lists.fillers, *lists.thinking_words, *lists.more_words)
+                          if " " not in w}
+        self._reads_asking = bool(self._openers or self._requests_cjk or self._question_words
+                                  or self._particles)
 
     @property
     def turn(self) -> int | None:
@@ -266,12 +276,40 @@ class Endpointer:
 
     def cues(self, turn: OpenTurn) -> TextCues:
         text = turn.text
+        tag = self.ends_with_end_word(text) or self._ends_with(text, self._particles)
         return TextCues(
-            tag=self.ends_with_end_word(text) or self._ends_with(text, self._particles),
+            tag=tag,
             question=(text.rstrip().endswith(("?", "？"))
                       or self._holds_question_word(text)),
             trailing=self.trails_off(text) or self.announces_more(text),
-            question_streak=turn.question_streak)
+            question_streak=turn.question_streak,
+            # a statement is judged on words a pass heard up to the voice's end: an older
+            # partial may stop before the question word ("如果线上出了故障，" for "…怎么排查？")
+            asks=(self.asks(text) if self._questions and (turn.heard_all or self.asks(text))
+                  else None),
+            closed=turn.heard_all and (tag or self._closed_wh_question(text)))
+
+    def asks(self, text: str) -> bool | None:
+        """Do the words as said ask, punctuation aside?  A clause opening with a question
+        opener or a request ("what…", "could you…", "tell me…"), a tag, a question word or
+        particle (什么, 吗), or a Chinese request word anywhere (请, 介绍).  None: this
+        language has no such lists, so its words say nothing either way."""
+        if not self._reads_asking:
+            return None
+        lowered = text.lower()
+        if (self._holds_question_word(text) or self.ends_with_end_word(text)
+                or any(w in text for w in self._requests_cjk)
+                or any(re.search(f"{re.escape(p)}(?=[\\s{re.escape(_BOUNDARY)}]|$)", lowered)
+                       for p in self._particles)):
+            return True
+        for clause in _CLAUSES.split(lowered):
+            said = [w.strip("\"'“”‘’") for w in clause.split()]
+            while said and said[0] in self._lead_ins:
+                said.pop(0)  # "so, um, why…": the question opens after them
+            head = " ".join(said)
+            if any(head == o or head.startswith(o + " ") for o in self._openers):
+                return True
+        return False
 
     def learned_pause_ms(self) -> float | None:
         """The longest of the interviewer's latest pauses inside a question, if learnt."""
@@ -373,6 +411,7 @@ class Endpointer:
 
 
 _BOUNDARY = ",.?!;:，。？！；："
+_CLAUSES = re.compile(r"[,.?!;:…，。？！；：、]+")
 _SENTENCE_FINAL = "?？.。!！"
 _SENTENCE_SPLIT = re.compile(f"[{re.escape(_SENTENCE_FINAL)}]")
 

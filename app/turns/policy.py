@@ -41,6 +41,13 @@ class TextCues:
     """Ends in a thinking word: and, so, but, um, 然后…"""
     question_streak: int = 0
     """Consecutive partials that ended in "?" or a tag (the text rules' question cue)."""
+    asks: bool | None = None
+    """The words as said ask or request (a question opener, "tell me…", 吗, 请…); False:
+    a statement (in words a pass heard up to the voice's end); None: not read (the
+    language has no lists, or the partial lags the voice)."""
+    closed: bool = False
+    """The newest partial heard all the voice and its words close a question: a tag, a
+    final particle, or a question word before the closing mark (什么？, 吗, 呢)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,7 +89,12 @@ def decide(cfg: TurnConfig, cues: TextCues, evidence: Evidence,
     sound = evidence.sound_p if cfg.smart_turn_weight > 0 else None
     if cues.trailing and not cues.tag:
         return _wait(cfg, "thinking", cfg.endpoint_thinking_silence_ms, None)
-    rules = (_wait(cfg, "complete", cfg.endpoint_question_silence_ms, None) if cues.question_streak >= 2
+    if cues.asks is False and cues.question_streak < 2:
+        # a statement asks nothing: a preamble to the question, however finished it sounds;
+        # unless pass after pass hears it rise ("你用过 Kubernetes？", "You've used Rust?")
+        return _wait(cfg, "incomplete", cfg.endpoint_incomplete_ms, None)
+    rules = (_wait(cfg, "complete", cfg.endpoint_question_silence_ms, None)
+             if cues.question_streak >= 2 or cues.closed
              else _wait(cfg, "uncertain", cfg.endpoint_silence_ms, None))
     if evidence.words_logp is None and sound is None:
         if not cues.tag and (evidence.words_pending or not cues.question):
@@ -93,8 +105,13 @@ def decide(cfg: TurnConfig, cues: TextCues, evidence: Evidence,
         if rules.verdict == "complete":  # finished by the punctuation alone: after a pause
             return replace(rules, ahead_ms=min(rules.endpoint_ms, _pause_ms(cfg)))
         return rules
-    score = 1.0 if cues.tag else 0.5 if cues.question else 0.0
+    asked = cues.question if cues.asks is None else cues.asks  # the words as said, where read
+    score = 1.0 if cues.tag else 0.5 if asked else 0.0
     if evidence.words_logp is not None:
+        if evidence.words_logp <= cfg.words_incomplete_logp and not cues.tag:
+            # words the model calls unfinished are, whatever "?" the recogniser put after
+            # them ("Could you tell me about?"): the question form says it asks, not that it ended
+            return _wait(cfg, "incomplete", cfg.endpoint_incomplete_ms, score - 1.0)
         score += words_vote(cfg, evidence.words_logp)
     if sound is not None:
         score += cfg.smart_turn_weight * (2.0 * sound - 1.0)
@@ -107,13 +124,16 @@ def decide(cfg: TurnConfig, cues: TextCues, evidence: Evidence,
                        ahead_ms=min(complete.endpoint_ms, float(cfg.speculate_ahead_ms)))
     if score <= -1.0 + 1e-9:
         return _wait(cfg, "incomplete", cfg.endpoint_incomplete_ms, score)
-    middle = min(float(cfg.endpoint_uncertain_ms), rules.endpoint_ms)  # unsure is no reason to wait longer
-    doubted = evidence.words_logp is not None and evidence.words_logp > cfg.words_incomplete_logp
-    if evidence.guess_confirmed and doubted:
-        # its answer is ready, and the words are doubted, not called unfinished ("What is
-        # it?" for "What is a…", where only the "?" lifts the sum): a question that goes
-        # on costs a withdrawal
-        middle = min(middle, float(cfg.endpoint_confirmed_ms))
+    middle = float(cfg.endpoint_uncertain_ms)
+    leans_finished = score >= 0.0
+    if leans_finished:
+        # unsure is no reason to wait longer than the rules; signals that lean unfinished
+        # are, whatever "?" the recogniser put after the words ("Could you tell me about?")
+        middle = min(middle, rules.endpoint_ms)
+        if evidence.guess_confirmed:
+            # and every pass since the voice stopped heard the question whose answer is
+            # held: the interviewer's earlier pauses do not stretch the wait
+            return _wait(cfg, "uncertain", min(middle, float(cfg.endpoint_confirmed_ms)), score)
     if learned_pause_ms is not None:
         middle = max(middle, min(LEARNED_PAUSE_FACTOR * learned_pause_ms, cfg.endpoint_incomplete_ms))
     return _wait(cfg, "uncertain", middle, score)

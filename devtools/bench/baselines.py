@@ -96,6 +96,35 @@ class FixedSilencePolicy:
         return None
 
 
+class SmartTurnPolicy:
+    """Smart Turn v3.2 alone, as pipecat uses it: once its verdict on the audio up to the
+    pause is in (it reads 0.2 s of silence), the turn is over at P(end) ≥ 0.5, else after
+    pipecat's 3 s fallback (``stop_secs``).  A current partial is guessed after
+    ``speculate_silence_ms``; its answer is held until the turn ends."""
+
+    threshold = 0.5
+    fallback_s = 3.0
+
+    def decide(self, ep: Endpointer, turn: OpenTurn, silence: float) -> list[Decision]:
+        decisions: list[Decision] = []
+        if turn.text and turn.heard_all and silence * 1000 >= ep.config.speculate_silence_ms:
+            decisions.append(Speculate(turn.id, turn.text, "silence"))
+        heard = turn.sound_p if turn.reaches_voice_end(turn.sound_audio_end) else None
+        finished = heard is not None and heard >= self.threshold
+        if turn.text and (finished or silence >= self.fallback_s):
+            decisions.append(Endpoint(turn.id, "question" if finished else "silence", round(silence, 4)))
+        return decisions
+
+    def wait(self, ep: Endpointer, turn: OpenTurn) -> Wait | None:
+        return None
+
+
+def smart_turn_alone(settings: Settings) -> None:
+    """Smart Turn on (the ``smart-turn`` extra), the words model off."""
+    settings.turns.smart_turn = True
+    settings.turns.words_model = False
+
+
 def without_models(settings: Settings) -> None:
     """No end-of-turn model: a policy that reads only the text and the silence."""
     settings.turns.words_model = False

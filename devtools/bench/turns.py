@@ -75,12 +75,14 @@ from app.observing.timeline import Timeline, TurnStages
 from app.session.listener import ListenerOptions
 from app.session.session import Session, SessionOptions, Sources
 from app.turns.endpointer import TurnPolicy
-from devtools.bench import candidate
+from devtools.bench import candidate, eot
 from devtools.bench.baselines import (
     FixedSilencePolicy,
     FuzzyReuse,
+    SmartTurnPolicy,
     TextRulesPolicy,
     fresh_client_per_request,
+    smart_turn_alone,
     without_models,
     without_question_shortcut,
 )
@@ -107,6 +109,7 @@ MODES: dict[str, Mode] = {
     "rules": Mode(policy=TextRulesPolicy(), adjust=without_models),
     "pluely": Mode(policy=FixedSilencePolicy(0.4), speculation=False, adjust=without_models),
     "glass": Mode(policy=FixedSilencePolicy(2.0), speculation=False, adjust=without_models),
+    "smart-turn": Mode(policy=SmartTurnPolicy(), adjust=smart_turn_alone),
     PRODUCT: Mode(),
 }
 
@@ -161,6 +164,11 @@ class TurnResult:
     candidate_lines: int = 0
     candidate_lag: float | None = None
     """The candidate's speech end → their line's final."""
+    pauses: list[float] = field(default_factory=list)
+    """The lengths of the pauses inside the question (s), from the manifest."""
+    cut_offs: list[bool] = field(default_factory=list)
+    """For each pause: an answer reached the screen after it began, before the true end
+    (see :mod:`devtools.bench.eot`)."""
     passes: int = 0
     decode_seconds: float = 0.0
     """The interviewer's recognition passes and their wall time: how fast the machine was
@@ -173,6 +181,11 @@ def run(settings: Settings, args: argparse.Namespace) -> dict[str, Any]:
 
         return against.run(args)
     clips = load_corpus(args.corpus, args.limit)
+    if getattr(args, "clips", None):
+        wanted = {name.strip() for name in args.clips.split(",")}
+        clips = [c for c in clips if c.path.name in wanted or c.path.stem in wanted]
+    if getattr(args, "pauses", False) and not any(c.pauses for c in clips):
+        raise SystemExit(f"--pauses: {args.corpus}'s manifest lists no pauses inside its questions")
     decoder = load_decoder(settings.asr)
     if not (args.base_url or args.local):
         settings = as_remote(settings)
@@ -214,6 +227,10 @@ def run(settings: Settings, args: argparse.Namespace) -> dict[str, Any]:
     report = {"summary": summary, "endpoint": endpoint.base_url, "turns": turns}
     target.write_text(json.dumps(report, indent=1))
     print(f"\nwritten: {target}")
+    if getattr(args, "pauses", False):
+        curve = Path(args.out) / "eot-curve.png"
+        eot.draw([(Path(args.corpus).name, summary)], curve)
+        print(f"written: {curve}")
     return summary
 
 
@@ -361,6 +378,10 @@ def score(events: list[Event], clip: Clip, mode: str) -> TurnResult:
     result = TurnResult(clip=clip.path.name, mode=mode, cadence=_cadence(events),
                         guesses=[e.text for e in events if isinstance(e, SpeculateEvent)])
     timeline = Timeline.of(events)
+    # every pause counts, answered or not: one with no answer on screen is no cut-off
+    result.pauses = [length for _, length in clip.pauses]
+    result.cut_offs = eot.cut_offs([t for a in timeline.answers() for t in (a.shown_at, a.put_up)],
+                                   clip.pauses, clip.speech_end_s)
     asked = [s for s in timeline.stages() if s.finals]
     result.finals = sum(len(s.finals) for s in asked)
     result.turns = [s.number for s in asked]
@@ -452,6 +473,8 @@ def _summarise(results: list[TurnResult]) -> dict[str, Any]:
         "echo_lines": sum(r.echo_lines for r in results),
         "candidate_lines": sum(r.candidate_lines for r in results),
         "candidate_lag_median_s": median([r.candidate_lag for r in results if r.candidate_lag is not None]),
+        "eot": eot.summary([r.pauses for r in results], [r.cut_offs for r in results],
+                           [r.response_latency for r in results]),
     }
 
 
@@ -478,3 +501,6 @@ def _print(results: dict[str, list[TurnResult]], summary: dict[str, Any]) -> Non
               f"{ms(s['candidate_lag_median_s']):>8} {s['candidate_answered']!s:>8} {s['echo_lines']!s:>5}")
     for name, ratio in summary["ratios"].items():
         print(f"response latency median, {name}: {ratio}x")
+    if any(r.pauses for rs in results.values() for r in rs):
+        print("\nmid-turn pauses (false cut-off: an answer on screen before the true end)")
+        print("\n".join(eot.table(summary)))

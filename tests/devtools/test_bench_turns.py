@@ -45,7 +45,7 @@ def test_a_variant_of_the_product_is_reported_as_a_ratio_to_it() -> None:
 def test_the_baselines_are_peers_and_simple_policies() -> None:
     """Every mode but the product is a peer or a simple policy; none replays the product's
     own past (that is measured at its commit, ``--against``)."""
-    assert set(MODES) == {"naive", "user-fixes", "rules", "pluely", "glass", "product"}
+    assert set(MODES) == {"naive", "user-fixes", "rules", "pluely", "glass", "smart-turn", "product"}
     for name in ("naive", "user-fixes"):  # no shorter wait after "?" twice in a row
         turns = mode_settings(Settings(), name)[1].turns
         assert turns.endpoint_question_silence_ms == turns.endpoint_silence_ms

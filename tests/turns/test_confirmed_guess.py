@@ -39,10 +39,13 @@ def test_a_confirmed_guess_caps_only_the_unsure_wait() -> None:
     unsure = decide(CFG, TextCues(question=True), Evidence(words_logp=UNSURE, guess_confirmed=True))
     assert (unsure.verdict, unsure.endpoint_ms) == ("uncertain", CFG.endpoint_confirmed_ms)
     assert decide(CFG, TextCues(question=True), Evidence(words_logp=UNSURE)).endpoint_ms == 600
-    # the interviewer's own longer pauses still stretch it
-    stretched = decide(CFG, TextCues(question=True), Evidence(words_logp=UNSURE, guess_confirmed=True),
-                       learned_pause_ms=560)
-    assert stretched.endpoint_ms == 700
+    # the interviewer's earlier, longer pauses do not stretch it once the words lean
+    # finished (they stretch an unconfirmed wait)
+    confirmed = decide(CFG, TextCues(question=True), Evidence(words_logp=UNSURE, guess_confirmed=True),
+                       learned_pause_ms=800)
+    assert confirmed.endpoint_ms == CFG.endpoint_confirmed_ms
+    unconfirmed = decide(CFG, TextCues(question=True), Evidence(words_logp=UNSURE), learned_pause_ms=800)
+    assert unconfirmed.endpoint_ms == 1000
     # more words expected, or finished already: nothing to shorten
     incomplete = decide(CFG, TextCues(), Evidence(words_logp=-20.0, guess_confirmed=True))
     assert incomplete.endpoint_ms == CFG.endpoint_incomplete_ms
@@ -104,4 +107,7 @@ def test_words_called_unfinished_are_not_ended_sooner_for_their_question_mark() 
     # "What is it?" heard for "What is a…": the words model calls the words unfinished
     # (log P ~ -17) and only the "?" lifts the sum to unsure: no sooner end
     fragment = decide(CFG, TextCues(question=True), Evidence(words_logp=-17.0, guess_confirmed=True))
-    assert (fragment.verdict, fragment.endpoint_ms) == ("uncertain", 600)
+    assert (fragment.verdict, fragment.endpoint_ms) == ("incomplete", CFG.endpoint_incomplete_ms)
+    # doubted and leaning unfinished (the "?" does not lift the sum to finished): no sooner end
+    doubted = decide(CFG, TextCues(question=True), Evidence(words_logp=-15.0, guess_confirmed=True))
+    assert (doubted.verdict, doubted.endpoint_ms) == ("uncertain", CFG.endpoint_uncertain_ms)

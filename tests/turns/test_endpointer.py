@@ -62,8 +62,8 @@ def test_end_word_needs_a_word_boundary() -> None:
     # taken for an end word.
     ep = started()
     speak_until(ep, 1.5)
-    assert [d.reason for d in ep.partial(1, "That is outright", "", 1.5, 1.75)] == ["silence"]  # type: ignore[union-attr]
-    assert [d.reason for d in ep.partial(1, "Then you turn right", "", 1.5, 1.75)] == ["silence"]  # type: ignore[union-attr]
+    assert [d.reason for d in ep.partial(1, "Is that outright", "", 1.5, 1.75)] == ["silence"]  # type: ignore[union-attr]
+    assert [d.reason for d in ep.partial(1, "Do you turn right", "", 1.5, 1.75)] == ["silence"]  # type: ignore[union-attr]
 
 
 def test_end_word_ignores_the_recognisers_punctuation() -> None:
@@ -115,12 +115,20 @@ def _endpoint_after(language: str, *partials: str) -> float | None:
 
 def test_a_chinese_wh_question_closed_with_a_full_stop_ends_like_a_question_mark() -> None:
     """Whisper writes "。" or "？" after a Mandarin wh-question as it likes (no rising
-    pitch to hear): the question word makes it one, twice in a row as for "？"."""
+    pitch to hear): the question word makes it one, as "？" does."""
     asked = _endpoint_after("zh", "进程和线程有什么区？", "进程和线程有什么区别？")
     assert asked == _endpoint_after("zh", "进程和线程有什么区。", "进程和线程有什么区别。") == QUESTION_WAIT
     assert _endpoint_after("zh", "缓存穿透是什么，怎么解。", "缓存穿透是什么，怎么解决！") == QUESTION_WAIT
-    once = _endpoint_after("zh", "进程和线程有什么区", "进程和线程有什么区别。")
-    assert once == SILENCE_WAIT  # once is not twice
+
+
+def test_a_finished_mandarin_question_ends_by_the_question_rule_after_one_pass_that_heard_it_all() -> None:
+    """什么？, 吗, 呢 closing the words a pass heard up to the voice's end: the question wait,
+    not the silence wait, even when the partials before it were cut mid-sentence."""
+    assert _endpoint_after("zh", "进程和线程有什么区", "进程和线程有什么区别。") == QUESTION_WAIT
+    assert _endpoint_after("zh", "你能接受加", "你能接受加班吗") == QUESTION_WAIT
+    assert _endpoint_after("zh", "你还有什么问", "你的看法呢？") == QUESTION_WAIT
+    # a "？" alone is the recogniser's guess: an unfinished clause it closed still waits
+    assert _endpoint_after("zh", "你能不能给我讲", "你能不能给我讲一下？") == SILENCE_WAIT
 
 
 def test_a_chinese_full_stop_without_a_question_word_still_waits() -> None:
@@ -401,3 +409,69 @@ def test_a_policy_decides_and_the_endpointer_keeps_the_rules_of_a_turn() -> None
     ep.speech_started(2, 3.0)
     ep.no_words(2, 3.2)
     assert ep.tick(3.0 + 0.8) == [Discard(2)]  # before the policy is asked
+
+
+@pytest.mark.parametrize("text", [
+    "Could you tell me about", "So, um, why are you looking for a new role?", "When did you start?",
+    "Walk me through, um, your most recent code review.", "Tell me about yourself.",
+    "We run everything on AWS, how much have you worked with it?", "Is that right",
+    "I want to understand how you approach estimating.", "Explain the"])
+def test_words_that_ask_or_request_are_read_as_asking_whatever_the_punctuation(text: str) -> None:
+    assert started().asks(text) is True
+    assert started().asks(text.rstrip("?.")) is True
+
+
+@pytest.mark.parametrize("text", [
+    "We run everything on AWS,", "The role includes on-call.", "Let's talk about testing.",
+    "When you joined your current company,", "If the database became slow",
+    "Thinking about your last project,",
+    "Before we wrap up,", "I noticed on your profile that you wrote a scheduler."])
+def test_a_statement_asks_nothing_however_the_recogniser_closed_it(text: str) -> None:
+    assert started().asks(text) is False
+    assert started().asks(text.rstrip(",.") + "?") is False
+
+
+@pytest.mark.parametrize(("text", "asks"), [
+    ("我们的系统全部部署在云上。", False), ("你能接受吗", True), ("请先简单介绍一下你自己", True),
+    ("说说你对微服务的理解。", True), ("进程和线程有什么区别", True), ("这个岗位需要经常出差。", False)])
+def test_chinese_asks_by_its_question_words_particles_and_requests(text: str, asks: bool) -> None:
+    assert started(language="zh").asks(text) is asks
+
+
+def test_a_language_whose_words_are_not_listed_says_nothing_either_way() -> None:
+    assert started(language="de").asks("Wir nutzen AWS.") is None
+
+
+def test_a_statement_at_a_pause_holds_the_turn_for_the_long_wait() -> None:
+    ep = started()
+    speak_until(ep, 2.0)
+    ep.partial(1, "The role includes on-call.", "", 2.0, 2.05)
+    ep.end_of_turn_scores(1, "The role includes on-call.", 2.0, 2.1, words_logp=-4.0)  # finished words
+    t, ended = 2.1, None
+    while t < 4.0 and ended is None:
+        t = round(t + 0.03, 3)
+        ended = next((t for d in ep.tick(t) if isinstance(d, Endpoint)), None)
+    assert ended is not None and ended - 2.0 >= TurnConfig().endpoint_incomplete_ms / 1000 - 1e-6
+
+
+def test_a_partial_that_lags_the_voice_is_not_judged_a_statement() -> None:
+    """Its words may stop before the question word: only words heard up to the voice's end
+    make a statement (a partial that asks, asks wherever it stops)."""
+    ep = started(language="zh")
+    speak_until(ep, 2.0)
+    ep.partial(1, "如果线上出了故障，", "", 1.4, 2.05)  # decoded up to 1.4 s of a voice to 2.0 s
+    turn = ep._turn
+    assert turn is not None and ep.cues(turn).asks is None
+    ep.partial(1, "如果线上出了故障，", "", 2.0, 2.1)
+    assert ep.cues(turn).asks is False
+    ep.partial(1, "你会怎么", "", 1.4, 2.15)
+    assert ep.cues(turn).asks is True
+
+
+def test_the_candidates_statements_are_answers_not_preambles() -> None:
+    ep = Endpointer(TurnConfig(), "en", questions=False)
+    ep.speech_started(1, 0.5)
+    speak_until(ep, 2.0)
+    ep.partial(1, "I worked at a bank for three years.", "", 2.0, 2.05)
+    turn = ep._turn
+    assert turn is not None and ep.cues(turn).asks is None

@@ -33,15 +33,47 @@ def test_unsure_signals_never_wait_longer_than_the_rules_would() -> None:
     # "?" twice in a row ends the turn after 400 ms by the rules; words that are only
     # unsure about it do not stretch that to the middle wait (they may only shorten it)...
     twice = TextCues(question=True, question_streak=2)
-    wait = decide(CFG, twice, Evidence(words_logp=-14.5))
+    wait = decide(CFG, twice, Evidence(words_logp=-12.5))
     assert (wait.verdict, wait.endpoint_ms, wait.speculate_ms) == ("uncertain", 400, CFG.speculate_unsure_ms)
     once = TextCues(question=True, question_streak=1)
-    assert decide(CFG, once, Evidence(words_logp=-14.5)).endpoint_ms == 600
-    # ...even doubtful words (the "?" keeps the sum above "incomplete"); the speaker's own
-    # longer pauses still stretch it, and without the streak nothing changes
-    assert decide(CFG, twice, Evidence(words_logp=-20.0)).endpoint_ms == 400
-    assert decide(CFG, twice, Evidence(words_logp=-14.5), learned_pause_ms=560).endpoint_ms == 700
+    assert decide(CFG, once, Evidence(words_logp=-12.5)).endpoint_ms == 600
+    # the speaker's own longer pauses still stretch it, and without the streak nothing changes
+    assert decide(CFG, twice, Evidence(words_logp=-12.5), learned_pause_ms=560).endpoint_ms == 700
     assert decide(CFG, TextCues(), Evidence(words_logp=-20.0)).endpoint_ms == 1200
+
+
+def test_signals_that_lean_unfinished_are_not_cut_short_by_the_recognisers_question_mark() -> None:
+    # "Could you tell me about?": the recogniser closed the clause; the words model doubts it
+    twice = TextCues(question=True, question_streak=2, asks=True)
+    leaning = decide(CFG, twice, Evidence(words_logp=-15.0))
+    assert (leaning.verdict, leaning.endpoint_ms) == ("uncertain", CFG.endpoint_uncertain_ms)
+    assert decide(CFG, twice, Evidence(words_logp=-15.0, guess_confirmed=True)).endpoint_ms == 600
+    # called unfinished: unfinished, whatever the "?" and the question form say
+    called = decide(CFG, twice, Evidence(words_logp=-20.0, guess_confirmed=True))
+    assert (called.verdict, called.endpoint_ms) == ("incomplete", CFG.endpoint_incomplete_ms)
+    # a tag finishes a question by itself
+    assert decide(CFG, TextCues(tag=True), Evidence(words_logp=-20.0)).verdict != "incomplete"
+
+
+def test_a_statement_waits_longer_than_a_question_however_finished_it_sounds() -> None:
+    statement = TextCues(asks=False)
+    for evidence in (Evidence(words_logp=-4.0), Evidence(words_logp=-4.0, guess_confirmed=True), Evidence()):
+        wait = decide(CFG, statement, evidence)
+        assert (wait.verdict, wait.endpoint_ms) == ("incomplete", CFG.endpoint_incomplete_ms)
+    assert decide(CFG, TextCues(asks=True), Evidence(words_logp=-4.0)).endpoint_ms == CFG.endpoint_complete_ms
+    # a question asked by its intonation alone, "?" pass after pass, is no statement
+    rising = decide(CFG, TextCues(asks=False, question=True, question_streak=2), Evidence())
+    assert (rising.verdict, rising.endpoint_ms) == ("complete", CFG.endpoint_question_silence_ms)
+    once = decide(CFG, TextCues(asks=False, question=True, question_streak=1), Evidence())
+    assert once.endpoint_ms == CFG.endpoint_incomplete_ms
+    # a language whose words are not read (asks None) keeps the signals' verdict
+    assert decide(CFG, TextCues(), Evidence(words_logp=-4.0)).endpoint_ms == CFG.endpoint_complete_ms
+
+
+def test_the_question_form_not_the_question_mark_is_the_words_half_vote() -> None:
+    unsure = Evidence(words_logp=-11.5)
+    assert decide(CFG, TextCues(question=False, asks=True), unsure).verdict == "complete"
+    assert decide(CFG, TextCues(question=True, asks=False), unsure).verdict == "incomplete"
 
 
 def test_only_words_called_finished_are_guessed_inside_a_pause_between_words() -> None:

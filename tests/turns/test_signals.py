@@ -295,8 +295,9 @@ def test_enabling_smart_turn_changes_a_verdict() -> None:
     text = "Tell me about your last project."
     sound_p = signals.score(SignalRequest(1, text, voice_end + TAIL_S, audio)).sound_p
     assert sound_p is not None and sound_p > 0.9  # this clip sounds finished to it
-    # the words alone: unsure, just short of finished by less than the sound's vote
-    vote = 1.0 - cfg.smart_turn_weight * (2 * sound_p - 1) / 2
+    # the words alone: unsure, just short of finished by less than the sound's vote (a
+    # request: the words asking are half a vote already)
+    vote = 0.5 - cfg.smart_turn_weight * (2 * sound_p - 1) / 2
     logp = cfg.words_incomplete_logp + (vote + 1) / 2 * (cfg.words_complete_logp - cfg.words_incomplete_logp)
     verdicts = []
     for enabled in (False, True):
