@@ -41,7 +41,7 @@ def page(diagram: str, mermaid_js: Path) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--mermaid-js", type=Path, required=True, help="mermaid.min.js from npm")
-    parser.add_argument("--size", default="1500,410", help="the window, in CSS pixels")
+    parser.add_argument("--size", default="1500,440", help="the window, in CSS pixels")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as folder:
         html_file = Path(folder) / "diagram.html"
