@@ -18,8 +18,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from app.platform.cores import pass_threads
 from app.screen.errors import NothingReadable, OcrUnavailable
 from app.screen.layout import Box, box_from_points, reading_order
@@ -160,13 +158,12 @@ def _blank_after_ink(image: Image, box: Box) -> tuple[float, float] | None:
     (where the ink before it ends, where the ink after it starts), in image pixels."""
     y0, y1 = max(0, int(box.y0)), min(image.shape[0], int(box.y1) + 1)
     x0, x1 = max(0, int(box.x0)), min(image.shape[1], int(box.x1) + 1)
-    columns = np.asarray(np.asarray(image[y0:y1, x0:x1, 0] < 200).any(axis=0), dtype=bool).reshape(-1)
-    inked = [bool(v) for v in columns]  # grey line numbers are ink too
+    darkest = image[y0:y1, x0:x1, 0].min(axis=0, initial=255)
     seen, run = False, 0
-    for offset, ink in enumerate(inked):
+    for offset, ink in enumerate(bool(value < 200) for value in darkest):  # grey numbers are ink too
         if ink and seen and run >= box.height / 2:
             return x0 + offset - run, x0 + offset
-        seen, run = seen or bool(ink), 0 if ink else run + 1
+        seen, run = seen or ink, 0 if ink else run + 1
     return None
 
 
