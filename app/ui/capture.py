@@ -6,15 +6,19 @@ wallpaper), then grabs the same way.  Each screen gets a frameless overlay showi
 frozen picture, dimmed, with the dragged region lit; Escape cancels.  The region is cut
 from the grab in device pixels (:func:`app.ui.region.device_crop`), so a 2x screen gives
 its full detail.  "Again" cuts the last region from fresh grabs, without the overlay (a
-problem that scrolls).  A capture that is all one colour is named with its fix, and
-never read or sent.
+problem that scrolls).  Wayland (and XWayland) gives no client the screen: there the
+desktop's screenshot portal (:mod:`app.ui.portal`) shows its own picker, and its picture
+is the capture, with no overlay ("again" asks the portal again).  A capture that is all
+one colour is named with its fix, and never read or sent.
 """
 
 from __future__ import annotations
 
+import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import Protocol
 
 import numpy as np
 from PySide6.QtCore import QObject, QPoint, QRect, Qt, QTimer, Signal
@@ -27,6 +31,37 @@ from app.ui.region import Crop, Rect, ScreenGeometry, device_crop
 
 HIDE_MS = 200
 """Time for the compositor to take our hidden window off the screen before the grab."""
+
+
+class Screenshot(Protocol):
+    """A screenshot the desktop takes itself (Wayland's portal): the picture, or one line."""
+
+    def take(self, done: Callable[[QImage], object], failed: Callable[[str], object]) -> None: ...
+
+
+def uses_portal(platform: str, environ: Mapping[str, str]) -> bool:
+    """Qt on Wayland, or on XWayland (xcb with WAYLAND_DISPLAY set): Qt's grab is black there.
+    Offscreen and other test platforms grab nothing, whatever the session is."""
+    return platform == "wayland" or (platform == "xcb" and bool(environ.get("WAYLAND_DISPLAY")))
+
+
+class _NoPortal:
+    """A build without Qt's D-Bus module, on Wayland: said, never a black grab."""
+
+    def take(self, done: Callable[[QImage], object], failed: Callable[[str], object]) -> None:
+        failed("the screen could not be captured: on Wayland it goes through the desktop's portal, "
+               "and this build lacks Qt's D-Bus module")
+
+
+def desktop_screenshot() -> Screenshot | None:
+    """The portal where Qt cannot grab (see :func:`uses_portal`), else None: Qt grabs."""
+    if not uses_portal(QGuiApplication.platformName(), os.environ):
+        return None
+    try:
+        from app.ui.portal import PortalScreenshot
+    except ImportError:
+        return _NoPortal()
+    return PortalScreenshot()
 
 
 @dataclass(frozen=True)
@@ -123,26 +158,57 @@ class RegionCapture(QObject):
     """Hotkey → hidden window → frozen screens → region → pixels, or a named failure."""
 
     def __init__(self, window: QWidget, deliver: Callable[[Image], object], fail: Callable[[str], object],
-                 grab: Callable[[], list[Grab]] = grab_screens) -> None:
+                 grab: Callable[[], list[Grab]] = grab_screens,
+                 desktop: Callable[[], Screenshot | None] = desktop_screenshot) -> None:
+        """``desktop``: where the desktop takes the screenshot itself (Wayland), else None."""
         super().__init__(window)
         self._window = window
         self._deliver = deliver
         self._fail = fail
         self._grab = grab
+        self._desktop = desktop()
         self._overlays: list[RegionOverlay] = []
         self._grabs: list[Grab] = []
+        self._asking = False
+        """The desktop's dialog is up (Wayland)."""
         self.last_region: Rect | None = None
+
+    @property
+    def busy(self) -> bool:
+        return bool(self._overlays) or self._asking
 
     def capture(self, again: bool = False) -> None:
         """Start a capture (again: the last region, no overlay); returns at once."""
-        if self._overlays:
+        if self.busy:
             return  # one capture at a time
         problem = _permission_problem()
         if problem is not None:
             self._fail(problem)
             return
         self._window.hide()
+        desktop = self._desktop
+        if desktop is not None:
+            self._asking = True
+            QTimer.singleShot(HIDE_MS, lambda: self._ask(desktop))
+            return
         QTimer.singleShot(HIDE_MS, lambda: self._frozen(again and self.last_region is not None))
+
+    def _ask(self, desktop: Screenshot) -> None:
+        try:
+            desktop.take(self._from_desktop, self._desktop_failed)
+        except Exception as exc:  # a bus that breaks mid-call: said, not raised
+            self._desktop_failed(f"the screen could not be captured: {exc}")
+
+    def _from_desktop(self, image: QImage) -> None:
+        """The portal's picture: the candidate chose it in the desktop's dialog."""
+        self._asking = False
+        self._restore()
+        self._hand_over(to_array(image))
+
+    def _desktop_failed(self, message: str) -> None:
+        self._asking = False
+        self._restore()
+        self._fail(message)
 
     def _frozen(self, again: bool) -> None:
         try:
@@ -173,7 +239,10 @@ class RegionCapture(QObject):
         if crop is None:
             return  # a click, not a drag
         self.last_region = region
-        pixels = to_array(self._grabs[crop.screen].image, crop)
+        self._hand_over(to_array(self._grabs[crop.screen].image, crop))
+
+    def _hand_over(self, pixels: Image) -> None:
+        """A capture goes on to be read, unless it is all one colour (named with its fix)."""
         try:
             check_not_one_colour(pixels)
         except OneColour as exc:
