@@ -4,16 +4,19 @@ capture named and never read, the read text in an editable box, Enter asks, thum
 from __future__ import annotations
 
 import numpy as np
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QPoint, Qt
 from PySide6.QtGui import QImage
 from PySide6.QtWidgets import QWidget
 from pytestqt.qtbot import QtBot
 
 from app.screen.picture import Image
-from app.ui.capture import Grab, RegionCapture, to_array
+from app.ui.capture import Grab, RegionCapture, RegionOverlay, to_array
 from app.ui.capture_panel import CapturePanel
-from app.ui.region import Rect, ScreenGeometry
+from app.ui.region import Crop, Rect, ScreenGeometry, device_crop
 from devtools.screen_pages import render
+from tests.patience import NEVER_S
+
+WAIT_MS = round(NEVER_S * 1000)
 
 
 def qimage(pixels: Image) -> QImage:
@@ -81,3 +84,59 @@ def test_a_dropped_capture_leaves_the_question_and_a_sixth_is_refused(qtbot: QtB
     qtbot.waitUntil(lambda: all(c.text for c in panel.captures), timeout=240_000)
     panel.drop(panel.captures[0])
     assert len(panel.captures) == 1 and panel.thumbs.count() == 1
+
+
+def test_our_window_is_hidden_while_the_screens_are_grabbed_and_comes_back(qtbot: QtBot) -> None:
+    page = render("editor", scale=2)
+    grab = Grab(ScreenGeometry(Rect(0, 0, 760, 380), 2.0, (1520, 760)), qimage(page.image))
+    window = QWidget()
+    qtbot.addWidget(window)
+    window.show()
+    visible_at_grab: list[bool] = []
+
+    def grab_screens() -> list[Grab]:
+        visible_at_grab.append(window.isVisible())
+        return [grab]
+
+    got: list[Image] = []
+    capture = RegionCapture(window, got.append, lambda message: None, grab=grab_screens, desktop=lambda: None)
+    capture.capture()
+    assert not window.isVisible()  # hidden before anything is grabbed
+    qtbot.waitUntil(lambda: capture.busy and bool(visible_at_grab), timeout=WAIT_MS)  # the overlay is up
+    assert visible_at_grab == [False] and not window.isVisible()
+    capture.choose(Rect(10, 20, 300, 100))
+    assert window.isVisible() and not capture.busy and got[0].shape == (200, 600, 3)
+    capture.capture(again=True)  # the last region from a fresh grab: no overlay, hidden all the same
+    assert not window.isVisible()
+    qtbot.waitUntil(lambda: len(got) == 2, timeout=WAIT_MS)
+    assert visible_at_grab == [False, False] and window.isVisible()
+    assert np.array_equal(got[1], got[0])
+
+
+def test_escape_over_the_frozen_screen_cancels_and_gives_the_window_back(qtbot: QtBot) -> None:
+    grab = Grab(ScreenGeometry(Rect(0, 0, 400, 300), 1.0), qimage(render("chat").image[:300, :400]))
+    window = QWidget()
+    qtbot.addWidget(window)
+    window.show()
+    got: list[Image] = []
+    capture = RegionCapture(window, got.append, lambda message: None, grab=lambda: [grab],
+                            desktop=lambda: None)
+    capture.capture()
+    qtbot.waitUntil(lambda: capture.busy, timeout=WAIT_MS)
+    [overlay] = capture._overlays
+    qtbot.keyClick(overlay, Qt.Key.Key_Escape)
+    assert got == [] and not capture.busy and window.isVisible()
+
+
+def test_a_drag_on_a_second_2x_screen_is_in_desktop_coordinates_then_its_own_pixels(qtbot: QtBot) -> None:
+    side = ScreenGeometry(Rect(1920, 0, 760, 380), 2.0, (1520, 760))  # right of a 1x 1920-wide screen
+    overlay = RegionOverlay(Grab(side, qimage(render("editor", scale=2).image)))
+    qtbot.addWidget(overlay)
+    chosen: list[Rect] = []
+    overlay.chosen.connect(chosen.append)
+    qtbot.mousePress(overlay, Qt.MouseButton.LeftButton, pos=QPoint(310, 120))
+    qtbot.mouseMove(overlay, QPoint(100, 40))
+    qtbot.mouseRelease(overlay, Qt.MouseButton.LeftButton, pos=QPoint(10, 20))  # dragged up and left
+    assert chosen == [Rect(1930, 20, 300, 100)]
+    primary = ScreenGeometry(Rect(0, 0, 1920, 1080), 1.0)
+    assert device_crop(chosen[0], [primary, side]) == Crop(1, 20, 40, 600, 200)
