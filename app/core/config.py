@@ -451,6 +451,11 @@ class ScreenConfig(_Section):
     send_image: bool = False
     """Send the captures' images to the endpoint as well as their text (a vision-capable
     model; the image leaves this machine).  A model that refuses images gets the text."""
+    keep_images: bool = False
+    """Keep the captures' images (PNG, readable by you alone) beside the session file.  Off:
+    a capture may show other people's data (a chat, a colleague's code, a shared screen), so
+    the session file keeps only the text you asked; the images are kept only if you turn
+    this on."""
     max_captures: int = Field(default=5, ge=1, le=5)
     """Captures queued into one question."""
     language: Literal["en", "zh"] = "en"

@@ -11,9 +11,13 @@ from __future__ import annotations
 import dataclasses
 import json
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any, ClassVar, Literal
+
+OFF_THE_WIRE: Mapping[str, bool] = MappingProxyType({"wire": False})
+"""A field's metadata for what an event carries in memory but never in its wire form."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,6 +111,12 @@ class WrittenQuestionEvent(Event):
     captures: int = 1
     images: bool = False
     """The captures' images go to the endpoint too (the image setting is on)."""
+    kept: tuple[str, ...] = ()
+    """The captures' images kept beside the session file (``[screen] keep_images``): their
+    names, relative to the session file's folder."""
+    pictures: tuple[bytes, ...] = field(default=(), repr=False, compare=False, metadata=OFF_THE_WIRE)
+    """The captures as PNG, for the session log to keep (only when ``keep_images`` is on);
+    never written as such: the log writes them as files and names them in ``kept``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -336,6 +346,8 @@ def to_dict(event: Event) -> dict[str, Any]:
     """The wire form: ``{"event": name, "t": …, …fields}`` with floats rounded to µs."""
     out: dict[str, Any] = {"event": event.name}
     for f in dataclasses.fields(event):
+        if not f.metadata.get("wire", True):
+            continue
         value = getattr(event, f.name)
         if dataclasses.is_dataclass(value) and not isinstance(value, type):
             value = dataclasses.asdict(value)

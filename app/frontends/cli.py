@@ -251,7 +251,7 @@ def _read_question_images(settings: Settings, args: argparse.Namespace) -> _Writ
             texts.append(reader.read(image, settings.screen.language).text)
         except ScreenError as exc:
             raise FatalError(str(exc)) from exc
-        if settings.screen.send_image:
+        if settings.screen.send_image or settings.screen.keep_images:  # sent, or kept in the session
             images.append(png_bytes(image))
     return _Written("\n\n".join(texts), tuple(images), len(paths))
 

@@ -14,6 +14,8 @@ from __future__ import annotations
 import dataclasses
 import errno
 import json
+import os
+import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime
@@ -25,7 +27,7 @@ from pydantic import TypeAdapter, ValidationError
 from app.core import events as ev
 from app.core.config import data_dir
 from app.core.events import Event, EventBus
-from app.core.private import make_dirs, open_private, private_dir, write_private_text
+from app.core.private import make_dirs, open_private, private_dir, private_fd, write_private_text
 from app.observing.eventlog import EventLog
 from app.observing.timeline import Timeline
 
@@ -45,7 +47,9 @@ def sessions_dir() -> Path:
 
 
 class SessionLog:
-    """Appends each event (minus ``level``) to ``path`` as one flushed JSON line."""
+    """Appends each event (minus ``level``) to ``path`` as one flushed JSON line; a written
+    question's images, when the session keeps them (``[screen] keep_images``), go to PNG
+    files in ``<name>.captures/`` beside it, named in the event's ``kept``."""
 
     def __init__(self, path: Path | None = None, *, on_error: Callable[[str], None] | None = None) -> None:
         if path is None:
@@ -55,6 +59,7 @@ class SessionLog:
             make_dirs(path.parent)  # a folder the caller chose keeps its mode
             stream = open_private(path, "a")
         self.path = path
+        self._on_error = on_error
         self._writer = EventLog(stream, skip=SKIP, name="session log", on_error=on_error, sync=True)
         self._unsubscribe: Callable[[], None] | None = None
         self._bus: EventBus | None = None
@@ -74,7 +79,25 @@ class SessionLog:
         self._bus = None
 
     def __call__(self, event: Event) -> None:
+        if isinstance(event, ev.WrittenQuestionEvent) and event.pictures:
+            event = dataclasses.replace(event, pictures=(), kept=self._keep(event.turn, event.pictures))
         self._writer(event)
+
+    @property
+    def captures_dir(self) -> Path:
+        """Where the captures' images are kept (``[screen] keep_images``): beside the file."""
+        return self.path.with_name(f"{self.path.stem}.captures")
+
+    def _keep(self, turn: int, pictures: tuple[bytes, ...]) -> tuple[str, ...]:
+        """Write a written question's captures as PNG files of the user's alone; the names
+        of those written, relative to the session file's folder (a failed write is said)."""
+        try:
+            names = keep_pictures(private_dir(self.captures_dir), f"q{turn}", pictures)
+        except OSError as exc:
+            if self._on_error is not None:
+                self._on_error(f"the images of question {turn} were not kept: {exc.strerror or exc}")
+            return ()
+        return tuple(f"{self.captures_dir.name}/{name}" for name in names)
 
     def flush(self) -> None:
         """Everything emitted so far is on disk (before the file is read back)."""
@@ -89,6 +112,24 @@ class SessionLog:
     def lost(self) -> bool:
         """Part of the session is not in the file (a write failed, or the disk fell behind)."""
         return self._writer.lost
+
+
+def keep_pictures(folder: Path, prefix: str, pictures: Iterable[bytes]) -> list[str]:
+    """``prefix-1.png``, ``prefix-2.png``… in ``folder``, each created new (never over a
+    file already there: the next free name) and readable by the user alone."""
+    names = []
+    for number, picture in enumerate(pictures, 1):
+        for attempt in range(1, 100):
+            name = f"{prefix}-{number}.png" if attempt == 1 else f"{prefix}-{number}-{attempt}.png"
+            try:
+                fd = private_fd(folder / name, os.O_WRONLY | os.O_CREAT | os.O_EXCL)
+            except FileExistsError:
+                continue
+            with open(fd, "wb") as out:
+                out.write(picture)
+            names.append(name)
+            break
+    return names
 
 
 def _new_session_file(folder: Path) -> tuple[Path, IO[str]]:
@@ -224,6 +265,10 @@ class Exchange:
     asked_at: float | None = None
     said: list[str] = dataclasses.field(default_factory=list)
     """What the candidate said after the question (before the next one)."""
+    captures: int = 0
+    """Read from the screen: from this many captures (0: a spoken question)."""
+    kept: tuple[str, ...] = ()
+    """The captures' images kept beside the session file, if the candidate keeps them."""
 
 
 def exchanges(events: Iterable[Event] | Timeline) -> list[Exchange]:
@@ -241,10 +286,15 @@ def exchanges(events: Iterable[Event] | Timeline) -> list[Exchange]:
     for stages in timeline.stages():
         asked = [f.text.strip() for f in stages.finals]
         shown = timeline.answers(stages.number)
-        if not (asked or stages.endpoints or shown):
+        written = stages.written
+        if written is not None:
+            ex = Exchange(written.text.strip(), stages.number, asked_at=written.t,
+                          captures=max(1, written.captures), kept=written.kept)
+        elif asked or stages.endpoints or shown:
+            ex = Exchange(asked[-1] if asked else "", stages.number,
+                          asked_at=stages.endpoint.t if stages.endpoint is not None else None)
+        else:
             continue
-        ex = Exchange(asked[-1] if asked else "", stages.number,
-                      asked_at=stages.endpoint.t if stages.endpoint is not None else None)
         ex.answers = [Answer(a.request, a.text, a.regenerated, a.cut, a.retracted) for a in shown]
         out.append(ex)
     opening = Exchange("", None)
@@ -272,8 +322,8 @@ def export_markdown(path: Path) -> str:
         when = f" _(at {_clock(ex.asked_at)})_" if ex.asked_at is not None else ""
         lines.append(f"## Q{number}{when}")
         lines.append("")
-        lines.append(f"> {ex.question}" if ex.question else "> _(question not captured)_")
-        lines.append("")
+        lines += _written(ex) if ex.captures else [
+            f"> {ex.question}" if ex.question else "> _(question not captured)_", ""]
         touched = recalled.get(ex.turn, ()) if ex.turn is not None else ()
         if touched:
             lines += ["_From your documents:_", ""]
@@ -312,6 +362,18 @@ def write_markdown(path: Path, target: Path) -> Path:
     """The session at ``path`` exported to ``target``, readable by the user alone and
     replaced whole (an export over an older one is never half written)."""
     return write_private_text(target, export_markdown(path))
+
+
+def _written(ex: Exchange) -> list[str]:
+    """A question read from the screen: marked so, its text as asked in a fence long enough
+    that no backticks in it (code) can close it, and its kept images named."""
+    plural = "s" if ex.captures != 1 else ""
+    fence = "`" * max(3, 1 + max((len(run) for run in re.findall(r"`+", ex.question)), default=0))
+    lines = [f"_Read from the screen ({ex.captures} capture{plural}):_", "", f"{fence}text", ex.question,
+             fence, ""]
+    if ex.kept:
+        lines += [f"_Images kept beside the session file:_ {', '.join(f'`{name}`' for name in ex.kept)}", ""]
+    return lines
 
 
 _SOURCE = {"resume": "résumé", "job": "job description"}

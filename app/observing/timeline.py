@@ -10,6 +10,7 @@ answers and totals.  Design notes: decision 0039.
 
 from __future__ import annotations
 
+import dataclasses
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -33,6 +34,7 @@ from app.core.events import (
     TokenEvent,
     TurnStatsEvent,
     VadEvent,
+    WrittenQuestionEvent,
 )
 
 # --- raw stages ------------------------------------------------------------------------
@@ -90,6 +92,8 @@ class TurnStages:
     """Its latest speculation verdict (any request)."""
     hit: int | None = None
     """The request of its latest speculation hit."""
+    written: WrittenQuestionEvent | None = None
+    """The question read from the screen, when the turn is one (without its pictures)."""
 
     @property
     def endpoint(self) -> EndpointEvent | None:
@@ -299,7 +303,7 @@ class SessionTotals:
 
 
 _TURN_EVENTS = (PartialEvent, SpeculateEvent, EndpointEvent, FinalEvent, RequestEvent, FirstTokenEvent,
-                SpeculationEvent, TokenEvent, PaintedEvent, AnswerDoneEvent)
+                SpeculationEvent, TokenEvent, PaintedEvent, AnswerDoneEvent, WrittenQuestionEvent)
 """The events that place a turn in time (cut/retract/stats only change what it shows)."""
 
 
@@ -429,7 +433,9 @@ class Timeline:
         return False
 
     def _stage(self, stages: TurnStages, event: Event) -> bool:
-        if isinstance(event, SpeculateEvent):
+        if isinstance(event, WrittenQuestionEvent):
+            stages.written = dataclasses.replace(event, pictures=()) if event.pictures else event
+        elif isinstance(event, SpeculateEvent):
             stages.speculates.append(event)
         elif isinstance(event, EndpointEvent):
             stages.endpoints.append(event)

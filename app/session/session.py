@@ -133,7 +133,9 @@ class Session:
 
     def ask_written(self, text: str, images: Sequence[bytes] = (), *, captures: int = 1) -> None:
         """Ask a question read from the screen (``images``: its captures as PNG), answered
-        by the same engine as a spoken one; the engine comes up for it if none is."""
+        by the same engine as a spoken one; the engine comes up for it if none is.  The
+        images go to the endpoint only with ``[screen] send_image``, and to the session
+        log (kept beside the session file) only with ``[screen] keep_images``."""
         self._commands.post(partial(self._ask_written, text, tuple(images), captures))
 
     def cancel_answer(self) -> None:
@@ -246,9 +248,11 @@ class Session:
         if self._llm_choice.answers_bundled():
             self._status("answer", BUNDLED_MODEL_NOTE)
         turn = self._next_turn()
+        screen = self.settings.screen
         self.bus.emit(WrittenQuestionEvent(t=self.clock.now(), turn=turn, text=text, captures=captures,
-                                           images=bool(images) and self.settings.screen.send_image))
-        engine.ask_written(turn, text, images)
+                                           images=bool(images) and screen.send_image,
+                                           pictures=images if screen.keep_images else ()))
+        engine.ask_written(turn, text, images if screen.send_image else ())
 
     def _on_engine(self, command: Callable[[AnswerEngine], None]) -> None:
         if self._engine is not None:

@@ -4,7 +4,8 @@ Up to ``max_captures`` captures queue into one question (a long problem, or the 
 its error).  Each is read off the UI thread (:class:`app.screen.ocr.Reader`, loaded on the
 first capture); its text is appended to the editable box the moment it is read, so a
 misread word can be fixed before asking.  Enter asks (Shift+Enter is a new line); asking
-hands the text, and the images when the image setting sends them, to ``ask``.
+hands the text, and the images when a setting wants them (sent to the endpoint, or kept
+beside the session file), to ``ask``.
 """
 
 from __future__ import annotations
@@ -65,13 +66,13 @@ class CapturePanel(QWidget):
     _read = Signal(object)
 
     def __init__(self, ask: Ask, reader: Reader | None = None, *, max_captures: int = 5,
-                 send_images: Callable[[], bool] = lambda: False, language: str = "en",
+                 with_images: Callable[[], bool] = lambda: False, language: str = "en",
                  parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self._ask = ask
         self._reader = reader or Reader()
         self._max = max_captures
-        self._send_images = send_images
+        self._with_images = with_images
         self._language = language
         self.captures: list[Capture] = []
         self._lock = threading.Lock()  # one read at a time: the reader has one engine
@@ -156,7 +157,7 @@ class CapturePanel(QWidget):
         text = self.box.toPlainText().strip()
         if not text:
             return
-        images = [png_bytes(c.image) for c in self.captures] if self._send_images() else []
+        images = [png_bytes(c.image) for c in self.captures] if self._with_images() else []
         self._ask(text, images, max(1, len(self.captures)))
         self.clear()
 

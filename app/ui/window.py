@@ -100,7 +100,7 @@ class MainWindow(QMainWindow):
         self.panes = Panes(clock=controller.clock, post=self.poster.post)
         self.banners = BannerArea()
         self.capture_panel = CapturePanel(self._ask_written, max_captures=settings.screen.max_captures,
-                                          send_images=lambda: self.settings.screen.send_image,
+                                          with_images=self._screen_images,
                                           language=settings.screen.language)
         self.region = RegionCapture(self, self.capture_panel.add_capture,
                                     lambda message: self.banners.show_message("error", "Screen", message))
@@ -433,6 +433,10 @@ class MainWindow(QMainWindow):
                 self.showNormal()
                 self.raise_()
                 self.activateWindow()
+
+    def _screen_images(self) -> bool:
+        """The captures' images are wanted: sent to the endpoint, or kept in the session."""
+        return self.settings.screen.send_image or self.settings.screen.keep_images
 
     def _ask_written(self, text: str, images: list[bytes], captures: int) -> None:
         self.controller.ask_written(text, images, captures=captures)

@@ -191,3 +191,11 @@ def test_a_settings_path_that_cannot_be_read_is_one_problem(tmp_path: Path) -> N
     folder.mkdir()
     settings, problems = load_settings(folder)
     assert settings == Settings() and [p.key for p in problems] == ["(file)"]
+
+
+def test_the_captures_images_are_not_kept_unless_the_candidate_turns_it_on(tmp_path: Path) -> None:
+    assert Settings().screen.keep_images is False  # they may show other people's data
+    path = tmp_path / "settings.toml"
+    path.write_text("[screen]\nkeep_images = true\n", encoding="utf-8")
+    settings, problems = load_settings(path)
+    assert problems == [] and settings.screen.keep_images and not settings.screen.send_image

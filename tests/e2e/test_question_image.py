@@ -4,10 +4,15 @@ one coding question through the same answer engine, streamed, and kept in the se
 from __future__ import annotations
 
 import json
+import stat
 import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
+
+from app.core.config import APP_NAME
+from app.screen.picture import load
 from devtools.fake_server import FakeServer, Profile, has_image
 from devtools.screen_pages import render
 from tests.frontends.test_cli_faults import env_for
@@ -39,6 +44,33 @@ def test_two_captures_are_one_question_answered_and_saved(tmp_path: Path) -> Non
     written = [e for e in events if e["event"] == "written"]
     assert len(written) == 1 and written[0]["captures"] == 2 and "two_sum" in written[0]["text"]
     assert [e for e in events if e["event"] == "answer_done" and e["turn"] == written[0]["turn"]]
+    assert written[0]["kept"] == [] and "pictures" not in written[0]  # keep_images is off: the text only
+    assert not list(log.parent.glob("*.captures"))
+
+
+def test_keep_images_keeps_the_captures_beside_the_session_file_and_sends_none(tmp_path: Path) -> None:
+    problem = render("problem").save(tmp_path / "problem.png")
+    editor = render("editor", theme="dark").save(tmp_path / "editor.png")
+    settings = tmp_path / "config" / APP_NAME / "settings.toml"
+    settings.parent.mkdir(parents=True)
+    settings.write_text("[screen]\nkeep_images = true\n", encoding="utf-8")
+    with FakeServer(Profile(answer_tokens=4), api_key="sk-test-1") as server:
+        out = listen(["--question-image", str(problem), "--question-image", str(editor), "--base-url",
+                      server.start(), "--api-key", "sk-test-1", "--model", "gpt-4o-mini"], tmp_path)
+        asked = [r.body for r in server.requests("/v1/chat/completions")
+                 if isinstance(r.body, dict) and int(r.body.get("max_tokens") or 0) > 1]
+    assert out.returncode == 0, out.stderr
+    assert len(asked) == 1 and not has_image(asked[0]["messages"])  # kept is not sent: send_image is off
+    [log] = (tmp_path / "data").rglob("session-*.jsonl")
+    [written] = [e for e in map(json.loads, log.read_text(encoding="utf-8").splitlines())
+                 if e["event"] == "written"]
+    assert "pictures" not in written and len(written["kept"]) == 2
+    kept = [log.parent / name for name in written["kept"]]
+    assert [p.parent for p in kept] == [log.with_name(f"{log.stem}.captures")] * 2
+    assert np.array_equal(load(kept[0]), load(problem)) and np.array_equal(load(kept[1]), load(editor))
+    if sys.platform != "win32":
+        assert {stat.S_IMODE(p.stat().st_mode) for p in kept} == {0o600}
+        assert stat.S_IMODE(kept[0].parent.stat().st_mode) == 0o700
 
 
 def test_a_capture_that_is_not_an_image_is_exit_2_before_anything_starts(tmp_path: Path) -> None:

@@ -6,6 +6,7 @@ import io
 import json
 import os
 import signal
+import stat
 import subprocess
 import sys
 import threading
@@ -13,6 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
+from PIL import Image as PilImage
 
 from app.core.events import (
     AnswerDoneEvent,
@@ -32,6 +34,7 @@ from app.core.events import (
     TurnStatsEvent,
     Usage,
     VadEvent,
+    WrittenQuestionEvent,
     to_json,
 )
 from app.observing.eventlog import EventLog
@@ -270,3 +273,80 @@ def test_markdown_export(tmp_path: Path) -> None:
     assert md.index("> Any questions for us?") < md.index("**You:** Yes, about the team.")
     assert "> Yes, about the team." not in md and "## Q5" not in md
     assert "Session usage: 110 tok · $0.0010" in md
+
+
+def _png(colour: int) -> bytes:
+    out = io.BytesIO()
+    PilImage.new("RGB", (40, 20), (colour, 0, 0)).save(out, "PNG")
+    return out.getvalue()
+
+
+def test_a_written_questions_pictures_are_kept_as_private_files_named_in_the_log(tmp_path: Path) -> None:
+    log = SessionLog(tmp_path / "session-20240102-030405-000.jsonl")
+    pictures = (_png(10), _png(200))
+    log(WrittenQuestionEvent(t=1.0, turn=3, text="1. Two Sum", captures=2, pictures=pictures))
+    log.close()
+    [line] = [json.loads(x) for x in log.path.read_text(encoding="utf-8").splitlines()]
+    assert "pictures" not in line  # the bytes are files, never a line of the log
+    folder = tmp_path / "session-20240102-030405-000.captures"
+    assert line["kept"] == [f"{folder.name}/q3-1.png", f"{folder.name}/q3-2.png"]
+    assert [(tmp_path / name).read_bytes() for name in line["kept"]] == list(pictures)
+    if sys.platform != "win32":
+        assert stat.S_IMODE(folder.stat().st_mode) == 0o700
+        assert {stat.S_IMODE((tmp_path / name).stat().st_mode) for name in line["kept"]} == {0o600}
+
+
+def test_without_pictures_nothing_is_written_beside_the_session_file(tmp_path: Path) -> None:
+    log = SessionLog(tmp_path / "session-20240102-030405-000.jsonl")
+    log(WrittenQuestionEvent(t=1.0, turn=3, text="1. Two Sum", captures=2))
+    log.close()
+    [line] = [json.loads(x) for x in log.path.read_text(encoding="utf-8").splitlines()]
+    assert line["kept"] == [] and sorted(p.name for p in tmp_path.iterdir()) == [log.path.name]
+
+
+def test_a_kept_picture_never_overwrites_a_file_already_there(tmp_path: Path) -> None:
+    log = SessionLog(tmp_path / "session-1.jsonl")
+    log.captures_dir.mkdir()
+    (log.captures_dir / "q1-1.png").write_bytes(b"the user's own")
+    log(WrittenQuestionEvent(t=1.0, turn=1, text="x", pictures=(_png(1),)))
+    log.close()
+    assert (log.captures_dir / "q1-1.png").read_bytes() == b"the user's own"
+    assert (log.captures_dir / "q1-1-2.png").read_bytes() == _png(1)
+
+
+def test_a_picture_that_cannot_be_kept_is_said_and_the_question_is_still_logged(tmp_path: Path) -> None:
+    problems: list[str] = []
+    log = SessionLog(tmp_path / "session-1.jsonl", on_error=problems.append)
+    log.captures_dir.write_text("a file where the folder would go")
+    log(WrittenQuestionEvent(t=1.0, turn=1, text="1. Two Sum", pictures=(_png(1),)))
+    log.close()
+    [line] = [json.loads(x) for x in log.path.read_text(encoding="utf-8").splitlines()]
+    assert line["text"] == "1. Two Sum" and line["kept"] == []
+    assert len(problems) == 1 and "images of question 1 were not kept" in problems[0]
+
+
+def test_a_question_read_from_the_screen_is_in_the_export_like_a_spoken_one(tmp_path: Path) -> None:
+    path = tmp_path / "session-20240102-030405-000.jsonl"
+    code = "1. Two Sum\n\nclass Solution:\n    def two_sum(self, nums):\n        return ```odd```"
+    events = [
+        *_turn_events(),
+        WrittenQuestionEvent(t=5.0, turn=2, text=code, captures=2, kept=("s.captures/q2-1.png",)),
+        RequestEvent(t=5.01, turn=2, request=2, kind="final", text=code),
+        FirstTokenEvent(t=5.3, turn=2, request=2, ttft=0.29),
+        TokenEvent(t=5.31, turn=2, request=2, text="Use a hash map: O(n)."),
+        AnswerDoneEvent(t=5.5, turn=2, request=2, text="Use a hash map: O(n).",
+                        usage=Usage(prompt_tokens=50, completion_tokens=8), cost=0.0),
+        WrittenQuestionEvent(t=9.0, turn=3, text="What does this print?", captures=1),
+    ]
+    path.write_text("".join(to_json(e) + "\n" for e in events), encoding="utf-8")
+    md = export_markdown(path)
+    q1, q2, q3 = md.index("## Q1"), md.index("## Q2 _(at 00:05.0)_"), md.index("## Q3")
+    assert q1 < md.index("- I build data tools.") < q2
+    assert md.index("_Read from the screen (2 captures):_") > q2
+    # indentation kept; the backticks in it cannot close its fence
+    fenced = md.index("````text\n1. Two Sum\n\nclass Solution:\n    def two_sum(self, nums):\n"
+                      "        return ```odd```\n````")
+    assert q2 < fenced < md.index("`s.captures/q2-1.png`") < md.index("Use a hash map: O(n).") < q3
+    assert "_(question not captured)_" not in md
+    assert q3 < md.index("_Read from the screen (1 capture):_") < md.index("What does this print?")
+    assert md.index("What does this print?") < md.index("_No answer was shown._")

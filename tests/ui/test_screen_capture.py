@@ -3,7 +3,10 @@ capture named and never read, the read text in an editable box, Enter asks, thum
 
 from __future__ import annotations
 
+import io
+
 import numpy as np
+from PIL import Image as PilImage
 from PySide6.QtCore import QPoint, Qt
 from PySide6.QtGui import QImage
 from PySide6.QtWidgets import QWidget
@@ -140,3 +143,15 @@ def test_a_drag_on_a_second_2x_screen_is_in_desktop_coordinates_then_its_own_pix
     assert chosen == [Rect(1930, 20, 300, 100)]
     primary = ScreenGeometry(Rect(0, 0, 1920, 1080), 1.0)
     assert device_crop(chosen[0], [primary, side]) == Crop(1, 20, 40, 600, 200)
+
+
+def test_when_a_setting_wants_the_images_asking_hands_them_as_png(qtbot: QtBot) -> None:
+    asked: list[tuple[str, list[bytes], int]] = []
+    panel = CapturePanel(lambda text, images, n: asked.append((text, images, n)), with_images=lambda: True)
+    qtbot.addWidget(panel)
+    chat = render("chat").image
+    panel.add_capture(chat)
+    qtbot.waitUntil(lambda: bool(panel.box.toPlainText().strip()), timeout=240_000)  # read, in the box
+    panel.submit()
+    [(_, [png], captures)] = asked
+    assert captures == 1 and np.array_equal(np.asarray(PilImage.open(io.BytesIO(png)).convert("RGB")), chat)
