@@ -2,14 +2,15 @@
 
 Windows and X11 grab each screen through Qt (``QScreen.grabWindow(0)``), in device pixels.
 macOS asks for Screen Recording first (:mod:`app.screen.macos`: without it the grab is the
-wallpaper), then grabs the same way.  Each screen gets a frameless overlay showing its
-frozen picture, dimmed, with the dragged region lit; Escape cancels.  The region is cut
-from the grab in device pixels (:func:`app.ui.region.device_crop`), so a 2x screen gives
-its full detail.  "Again" cuts the last region from fresh grabs, without the overlay (a
-problem that scrolls).  Wayland (and XWayland) gives no client the screen: there the
-desktop's screenshot portal (:mod:`app.ui.portal`) shows its own picker, and its picture
-is the capture, with no overlay ("again" asks the portal again).  A capture that is all
-one colour is named with its fix, and never read or sent.
+wallpaper), then grabs each display through ScreenCaptureKit (:mod:`app.ui.capture_mac`).
+Each screen gets a frameless overlay showing its frozen picture, dimmed, with the dragged
+region lit; Escape cancels. The region is cut from the grab in device pixels
+(:func:`app.ui.region.device_crop`), so a 2x screen gives its full detail. "Again" cuts
+the last region from fresh grabs, without the overlay (a problem that scrolls). Wayland
+(and XWayland) gives no client the screen: there the desktop's screenshot portal
+(:mod:`app.ui.portal`) shows its own picker, and its picture is the capture, with no
+overlay ("again" asks the portal again). A capture that is all one colour is named with
+its fix, and never read or sent.
 """
 
 from __future__ import annotations
@@ -72,6 +73,10 @@ class Grab:
 
 def grab_screens() -> list[Grab]:
     """Every screen, frozen now, in device pixels."""
+    if sys.platform == "darwin":
+        from app.ui.capture_mac import grab_displays
+
+        return grab_displays()
     grabs = []
     for screen in QGuiApplication.screens():
         pixmap = screen.grabWindow(0)
