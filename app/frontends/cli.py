@@ -596,6 +596,10 @@ def _parser() -> argparse.ArgumentParser:
                                 "order, each mode reported as MODE~SET with its ratio to MODE unloaded): "
                                 "N = N processes spinning on a core each; call (or callN) = one (N) "
                                 "video-call-like process, 60%% of a core in 20 ms bursts")
+            b.add_argument("--screen-load", action="store_true",
+                           help="also replay every clip with a screen read in flight (the product's "
+                                "reader on a 1920x1080 page, again and again), ABBA, each mode reported "
+                                "as MODE~screen with its ratio to MODE")
             b.add_argument("--local", action="store_true", help="against the embedded local LLM")
             b.add_argument("--clips", metavar="q01,q07", help="only these clips (a subset across kinds)")
             b.add_argument("--pauses", action="store_true",
