@@ -622,7 +622,10 @@ def _parser() -> argparse.ArgumentParser:
     screen.add_argument("--out", default="bench-out", help="folder for the JSON summary")
     screen.add_argument("--limit", type=int, help="only the first N pages")
     screen.add_argument("--repeats", type=int, default=3, help="reads per page (ours, then the baseline)")
-    screen.add_argument("--threads", type=int, help="ONNX Runtime threads (default: every core but one)")
+    screen.add_argument("--threads", type=int, help="reading threads (default: every core, at most 4)")
+    screen.add_argument("--against", metavar="REV",
+                        help="also read every page with another tree's reader (a commit, or a folder "
+                             "holding a checkout), ABBA, with the ratio of hotkey → text")
     soak = bench_sub.add_parser("soak", help="an hour in one process: memory, threads, files, CPU, latency")
     soak.add_argument("--corpus", help="folder with session.wav and manifest.json (none with --room-only)")
     soak.add_argument("--minutes", type=float, default=45.0, help="length of the replay (real time)")
