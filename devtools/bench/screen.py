@@ -163,8 +163,9 @@ def first_tokens(repeats: int) -> dict[str, Any]:
 
 def reader_of(tree: Path) -> Any:
     """``tree``'s :class:`Reader` class, its module loaded beside ours."""
-    spec = importlib.util.spec_from_file_location("against_ocr", tree / "app" / "screen" / "ocr.py")
-    if spec is None or spec.loader is None:
+    path = tree / "app" / "screen" / "ocr.py"
+    spec = importlib.util.spec_from_file_location("against_ocr", path)
+    if not path.is_file() or spec is None or spec.loader is None:
         raise SystemExit(f"--against: no app/screen/ocr.py in {tree}")
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module  # dataclasses look their module up
