@@ -22,7 +22,7 @@ def test_another_trees_reader_loads_beside_ours(tmp_path: Path) -> None:
 
 
 def test_a_tree_without_a_reader_is_one_line(tmp_path: Path) -> None:
-    with pytest.raises(SystemExit, match="no app/screen/ocr.py"):
+    with pytest.raises(SystemExit, match=r"no app/screen/ocr\.py"):
         reader_of(tmp_path)
 
 
