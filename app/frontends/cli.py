@@ -596,6 +596,10 @@ def _parser() -> argparse.ArgumentParser:
                                 "order, each mode reported as MODE~SET with its ratio to MODE unloaded): "
                                 "N = N processes spinning on a core each; call (or callN) = one (N) "
                                 "video-call-like process, 60%% of a core in 20 ms bursts")
+            b.add_argument("--screen-load", action="store_true",
+                           help="also replay every clip with a screen read in flight (the product's "
+                                "reader on a 1920x1080 page, again and again), ABBA, each mode reported "
+                                "as MODE~screen with its ratio to MODE")
             b.add_argument("--local", action="store_true", help="against the embedded local LLM")
             b.add_argument("--clips", metavar="q01,q07", help="only these clips (a subset across kinds)")
             b.add_argument("--pauses", action="store_true",
@@ -618,7 +622,10 @@ def _parser() -> argparse.ArgumentParser:
     screen.add_argument("--out", default="bench-out", help="folder for the JSON summary")
     screen.add_argument("--limit", type=int, help="only the first N pages")
     screen.add_argument("--repeats", type=int, default=3, help="reads per page (ours, then the baseline)")
-    screen.add_argument("--threads", type=int, help="ONNX Runtime threads (default: every core but one)")
+    screen.add_argument("--threads", type=int, help="reading threads (default: every core, at most 4)")
+    screen.add_argument("--against", metavar="REV",
+                        help="also read every page with another tree's reader (a commit, or a folder "
+                             "holding a checkout), ABBA, with the ratio of hotkey → text")
     soak = bench_sub.add_parser("soak", help="an hour in one process: memory, threads, files, CPU, latency")
     soak.add_argument("--corpus", help="folder with session.wav and manifest.json (none with --room-only)")
     soak.add_argument("--minutes", type=float, default=45.0, help="length of the replay (real time)")

@@ -29,11 +29,13 @@ the recogniser's ``asr-worker``."""
 # Windows (winbase.h, processthreadsapi.h)
 ABOVE_NORMAL_PRIORITY_CLASS = 0x00008000
 THREAD_PRIORITY_ABOVE_NORMAL = 1
+THREAD_PRIORITY_BELOW_NORMAL = -1
 MMCSS_TASK = "Pro Audio"
 """The MMCSS task of low-latency audio applications (its highest scheduling category)."""
 
 # macOS (sys/qos.h)
 QOS_CLASS_USER_INTERACTIVE = 0x21
+QOS_CLASS_UTILITY = 0x11
 LIBSYSTEM = "/usr/lib/libSystem.B.dylib"
 
 LINUX_NICE_STEPS = 5
@@ -251,6 +253,30 @@ def _renice(api: Linux) -> Callable[[], None] | None:
         return None  # the usual case: a user may not go below where they are
     api.set_nice(tid, target)
     return lambda: api.set_nice(tid, before)  # going back up is always allowed
+
+
+def lower_this_thread(*, platform: str | None = None, api: Api | None = None) -> None:
+    """This thread behind the listening work for the rest of its life: for a worker the
+    app owns (the screen reader's), whose work may wait while a question is being heard.
+
+    Windows: below normal; macOS: the utility QoS class; Linux: ``LINUX_NICE_STEPS`` nice
+    steps up (always allowed, and never undone: a user may not come back down).
+    """
+    try:
+        api = api if api is not None else _default_api(platform or sys.platform)
+        if isinstance(api, Windows):
+            k = api.kernel32
+            if not k.SetThreadPriority(k.GetCurrentThread(), THREAD_PRIORITY_BELOW_NORMAL):
+                _failed("SetThreadPriority (below normal)", _last_error())
+        elif isinstance(api, MacOS):
+            error = api.libsystem.pthread_set_qos_class_self_np(QOS_CLASS_UTILITY, 0)
+            if error:
+                _failed("pthread_set_qos_class_self_np (utility)", os.strerror(error))
+        elif isinstance(api, Linux):
+            tid = api.thread_id()
+            api.set_nice(tid, min(19, api.get_nice(tid) + LINUX_NICE_STEPS))
+    except Exception as exc:
+        _failed("lower_this_thread", exc)
 
 
 def in_thread(kind: Kind, target: Callable[..., None]) -> Callable[..., None]:

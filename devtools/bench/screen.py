@@ -9,6 +9,11 @@ Mandarin; 1x and 2x; light and dark; and whole 1920x1080 screens):
 - text confirmed → first answer token, a written question against a spoken one through
   the same engine and test server (relay profile), interleaved.
 
+``--against REV`` (a commit, or a folder holding another checkout) reads every page with
+that tree's ``app/screen/ocr.py`` too (loaded beside ours in this process, on this tree's
+picture and layout modules), page by page in ABBA order, and reports hotkey → text and
+the error rate of both with the ratio: a change to the reader is measured in one sitting.
+
 The baseline, in the same sitting: RapidOCR as it comes (its default sizes, no scaling or
 ink, raw line order).  Medians, p95s and ours/baseline ratios; the machine is shared, so
 the figures carry the load average they ran under.
@@ -17,9 +22,11 @@ the figures carry the load average they ran under.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import statistics
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -154,10 +161,80 @@ def first_tokens(repeats: int) -> dict[str, Any]:
     return summary
 
 
+def reader_of(tree: Path) -> Any:
+    """``tree``'s :class:`Reader` class, its module loaded beside ours."""
+    path = tree / "app" / "screen" / "ocr.py"
+    spec = importlib.util.spec_from_file_location("against_ocr", path)
+    if not path.is_file() or spec is None or spec.loader is None:
+        raise SystemExit(f"--against: no app/screen/ocr.py in {tree}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up
+    spec.loader.exec_module(module)
+    return module.Reader
+
+
+def against(pages: list[Page], repeats: int, threads: int | None, rev: str) -> list[dict[str, Any]]:
+    """Hotkey → text and error rate, this tree's reader and ``rev``'s, ABBA page by page."""
+    from app.ui.capture import HIDE_MS
+    from devtools.bench.against import tree_of
+
+    with tree_of(rev) as tree:
+        readers = {"here": Reader(threads=threads), rev: reader_of(tree)()}
+        for reader in readers.values():
+            reader.read(pages[0].image, pages[0].language)  # the models' load is timed apart
+        rows = []
+        for page in pages:
+            shown: dict[str, list[float]] = {name: [] for name in readers}
+            errors: dict[str, float] = {}
+            for rep in range(repeats):
+                order = ["here", rev, rev, "here"] if rep % 2 == 0 else [rev, "here", "here", rev]
+                for name in order:
+                    grab = _grab_seconds(page)
+                    reading = readers[name].read(page.image, page.language)
+                    shown[name].append(HIDE_MS / 1000 + grab + reading.seconds)
+                    errors[name] = cer(reading.text, page.expected)
+            h, w = page.image.shape[:2]
+            row: dict[str, Any] = {"page": page.name, "size": f"{w}x{h}"}
+            for name in readers:
+                row[name] = {"median_s": statistics.median(shown[name]), "p95_s": _p95(shown[name]),
+                             "cer": errors[name]}
+            row["ratio"] = row["here"]["median_s"] / row[rev]["median_s"]
+            rows.append(row)
+            here = row["here"]
+            print(f"{page.name:28} {w}x{h:<5} here {here['median_s']:.2f}/{here['p95_s']:.2f} s "
+                  f"cer {errors['here']:.3f}  {rev} {row[rev]['median_s']:.2f}/{row[rev]['p95_s']:.2f} s "
+                  f"cer {errors[rev]:.3f}  ratio {row['ratio']:.2f}", flush=True)
+    return rows
+
+
+def _against_summary(rows: list[dict[str, Any]], rev: str) -> dict[str, Any]:
+    groups = {"1920x1080": [r for r in rows if r["size"] == "1920x1080"],
+              "crops": [r for r in rows if r["size"] != "1920x1080"]}
+    out: dict[str, Any] = {}
+    for group, members in groups.items():
+        if members:
+            out[group] = {f"{name}_{key}": statistics.median(r[name][key] for r in members)
+                          for name in ("here", rev) for key in ("median_s", "p95_s", "cer")}
+            out[group]["ratio"] = statistics.median(r["ratio"] for r in members)
+    out["mean_cer"] = {name: statistics.mean(r[name]["cer"] for r in rows) for name in ("here", rev)}
+    return out
+
+
 def run(settings: Settings, args: argparse.Namespace) -> None:
     pages = [*corpus(), full_screen(), full_screen(theme="dark")]
     if args.limit:
         pages = pages[: args.limit]
+    if getattr(args, "against", None):
+        load_before = os.getloadavg()
+        rows = against(pages, args.repeats, args.threads, args.against)
+        report = {"pages": rows, "summary": _against_summary(rows, args.against),
+                  "load_average_before_after": [load_before[0], os.getloadavg()[0]], "cores": os.cpu_count()}
+        out = Path(args.out)
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "screen-against.json").write_text(json.dumps(report, indent=2, ensure_ascii=False),
+                                                 encoding="utf-8")
+        print(json.dumps({k: v for k, v in report.items() if k != "pages"}, indent=2))
+        return
     load_before = os.getloadavg()
     threads = args.threads or Reader().threads
     rows = read_pages(pages, args.repeats, threads)

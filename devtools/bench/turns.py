@@ -38,6 +38,12 @@ candidate's own line comes.
 clip to clip, every mode in turn under each; a mode under a load is reported as
 ``MODE~SET``, with the ratio of its median to the same mode's unloaded (above 1: slower).
 
+``--screen-load`` replays every clip also with a screen read in flight: the product's
+reader (:class:`app.screen.ocr.Reader`, its own below-priority workers) reading a
+1920x1080 problem screen again and again on a ``screen-read`` thread, as the capture panel
+does, for as long as the clip plays; ABBA with the clip unloaded, each mode reported as
+``MODE~screen`` with its ratio to ``MODE`` (above 1: the capture slowed the spoken answer).
+
 Response latency = t(first shown token of the answer left on screen) − the end of the
 whole question.  An answer left on screen is *stale* when it was written for less than
 the whole question: its words differ from the turn's last final (fillers and trailing
@@ -57,6 +63,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import threading
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -201,8 +208,9 @@ def run(settings: Settings, args: argparse.Namespace) -> dict[str, Any]:
     except ValueError as exc:
         raise SystemExit(f"--load: {exc}") from None
     results: dict[str, list[TurnResult]] = {}
+    screen_levels = [ScreenLoad.NAME] if getattr(args, "screen_load", False) else []
     with (endpoint_for(args) as endpoint, tempfile.TemporaryDirectory() as tracks,
-          LoadSwitch(loads) as load):
+          LoadSwitch(loads) as load, ScreenLoad(bool(screen_levels)) as screen):
         print(f"endpoint: {endpoint.base_url} ({endpoint.model})", flush=True)
         for variant in variants:
             theirs = [candidate.build(clip, variant, i, Path(tracks)) for i, clip in enumerate(clips)]
@@ -211,14 +219,19 @@ def run(settings: Settings, args: argparse.Namespace) -> dict[str, Any]:
             # slows all modes alike, so the ratios compare like with like.
             for i, (clip, track) in enumerate(zip(clips, theirs, strict=True)):
                 # --load: the clip unloaded and under each load, in ABBA order (see abba)
-                for level in abba(i, [None, *(spec.name for spec in loads)]):
-                    load.only(level)
+                for level in abba(i, [None, *(spec.name for spec in loads), *screen_levels]):
+                    load.only(None if level == ScreenLoad.NAME else level)
+                    screen.only(level == ScreenLoad.NAME)
                     for mode, name in names.items():
                         label = name if level is None else f"{name}~{level}"
                         results.setdefault(label, []).append(
                             _replay(settings, decoder, endpoint, clip, mode, track, label))
                 load.only(None)
+                screen.only(False)
     summary: dict[str, Any] = {mode: _summarise(rs) for mode, rs in results.items()}
+    if screen_levels:
+        summary["screen_reads_in_flight"] = screen.reads
+        print(f"screen reads done while clips played: {screen.reads}", flush=True)
     summary["ratios"] = _ratios(summary)
     _print(results, summary)
     Path(args.out).mkdir(parents=True, exist_ok=True)
@@ -232,6 +245,50 @@ def run(settings: Settings, args: argparse.Namespace) -> dict[str, Any]:
         eot.draw([(Path(args.corpus).name, summary)], curve)
         print(f"written: {curve}")
     return summary
+
+
+class ScreenLoad:
+    """A screen read kept in flight while :meth:`only` says so (see the module): the reader
+    is loaded and warmed before the first clip (the first capture's load is bench screen's
+    to time), then reads one page after another on its own ``screen-read`` thread."""
+
+    NAME = "screen"
+
+    def __init__(self, enabled: bool) -> None:
+        self.reads = 0
+        self._on, self._stop = threading.Event(), threading.Event()
+        self._thread: threading.Thread | None = None
+        if not enabled:
+            return
+        from app.screen.ocr import Reader
+        from devtools.screen_pages import full_screen
+
+        self._reader, self._page = Reader(), full_screen()
+        self._reader.read(self._page.image)
+        self._thread = threading.Thread(target=self._run, name="screen-read", daemon=True)
+        self._thread.start()
+
+    def only(self, on: bool) -> None:
+        if self._thread is None:
+            return
+        if on:
+            self._on.set()
+        else:
+            self._on.clear()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            if self._on.wait(0.05) and not self._stop.is_set():
+                self._reader.read(self._page.image)
+                self.reads += 1
+
+    def __enter__(self) -> ScreenLoad:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(30)
 
 
 def as_remote(settings: Settings) -> Settings:

@@ -73,3 +73,30 @@ def test_flicker_is_the_share_of_questions_whose_answer_was_withdrawn_and_for_ho
     summary = _summarise(results)
     assert summary["flicker_rate"] == 0.5
     assert summary["flicker_shown_median_s"] == 0.16
+
+
+def test_a_screen_load_reads_on_its_own_thread_only_while_switched_on() -> None:
+    """--screen-load: the product's reader, warmed before the first clip, reading again and
+    again while a clip plays, and idle between clips."""
+    import threading
+    import time
+
+    from devtools.bench.turns import ScreenLoad
+
+    with ScreenLoad(False) as off:
+        off.only(True)
+        assert off.reads == 0 and not any(t.name == "screen-read" for t in threading.enumerate())
+    with ScreenLoad(True) as load:
+        assert load._reader.loaded  # the first capture's load is not a clip's
+        time.sleep(0.3)
+        assert load.reads == 0
+        load.only(True)
+        deadline = time.monotonic() + 120
+        while load.reads < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        load.only(False)
+        time.sleep(0.1)  # a read in flight ends
+        done = load.reads
+        assert done >= 2
+        time.sleep(0.5)
+        assert load.reads <= done + 1

@@ -21,11 +21,14 @@ from app.platform.priority import (
     ABOVE_NORMAL_PRIORITY_CLASS,
     MMCSS_TASK,
     QOS_CLASS_USER_INTERACTIVE,
+    QOS_CLASS_UTILITY,
     THREAD_PRIORITY_ABOVE_NORMAL,
+    THREAD_PRIORITY_BELOW_NORMAL,
     Linux,
     MacOS,
     Windows,
     for_thread,
+    lower_this_thread,
     raise_process,
 )
 from tests.fake_dll import CFunction, FakeLibrary
@@ -203,3 +206,25 @@ def test_on_linux_with_no_nice_allowance_a_thread_keeps_its_nice_value() -> None
     thread.join()
     [(before, during, after)] = seen
     assert during == after == before
+
+
+def test_a_background_worker_goes_below_normal_on_each_os() -> None:
+    windows = FakeWindows(thread_priority=0)
+    lower_this_thread(api=windows.api())
+    assert windows.named("SetThreadPriority") == [(THREAD, THREAD_PRIORITY_BELOW_NORMAL)]
+    mac = FakeLibSystem(qos=0x15)
+    lower_this_thread(api=MacOS(libsystem=mac.lib))
+    assert mac.set_to == [QOS_CLASS_UTILITY]
+    nice = {1: 0, 2: 17}
+    linux = Linux(nice_limit=lambda: 0, get_nice=lambda tid: nice[tid],
+                  set_nice=lambda tid, value: nice.__setitem__(tid, value), thread_id=lambda: 1)
+    lower_this_thread(api=linux)
+    assert nice[1] == priority.LINUX_NICE_STEPS
+    lower_this_thread(api=Linux(get_nice=lambda tid: nice[tid], thread_id=lambda: 2,
+                                set_nice=lambda tid, value: nice.__setitem__(tid, value)))
+    assert nice[2] == 19  # no further than the weakest nice value
+
+
+def test_a_refused_background_call_is_swallowed() -> None:
+    lower_this_thread(api=FakeWindows(refuse=True).api())
+    lower_this_thread(api=MacOS(libsystem=FakeLibSystem(refuse=True).lib))
