@@ -31,7 +31,7 @@ from app.asr.decoder import WhisperDecoder
 from app.asr.streaming import StreamingRecognizer, Voice
 from app.asr.worker import DecodeWorker
 from app.audio.echo import UTTERANCE_ECHO_SHARE, EchoGate
-from app.audio.frames import AudioFrame, AudioSource
+from app.audio.frames import AudioFrame, AudioSource, reached
 from app.audio.level import LevelMeter
 from app.core.clock import Deadline, SessionClock
 from app.core.config import Settings
@@ -284,7 +284,7 @@ class Listener:
         voiced_end = self._vad.last_voiced_end
         if (not self._sound or not self._scoring or self._signals is None or self._turn is None
                 or not self._endpointer.text or voiced_end <= self._sound_voiced_end
-                or now - voiced_end < SOUND_TAIL_S - 1e-6):
+                or not reached(now - voiced_end, SOUND_TAIL_S)):
             return
         self._sound_voiced_end = voiced_end
         audio = self._utterance_audio(self._turn, now)
@@ -294,7 +294,7 @@ class Listener:
         """The turn's last ``SOUND_WINDOW_S`` of audio up to ``until`` (lock held), as
         Smart Turn reads it; None when none of it is kept."""
         began = max(self._began.get(turn, until), until - SOUND_WINDOW_S)
-        kept = [f.samples for f in self._recent if f.t >= began - 1e-6 and f.end <= until + 1e-6]
+        kept = [f.samples for f in self._recent if reached(f.t, began) and reached(until, f.end)]
         return np.concatenate(kept) if kept else None
 
     def _speech_started(self, onset: list[AudioFrame]) -> list[Event]:

@@ -13,13 +13,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from app.audio.frames import FRAME_MS
+from app.audio.frames import FRAME_MS, TIME_TOLERANCE_S, beyond, reached
 from app.core.config import TurnConfig
 from app.core.events import EndpointReason, SpeculateReason
 from app.core.text import is_cjk, question_key, tags_of
 from app.turns.policy import Evidence, TextCues, Wait, decide
 
-_EPS = 1e-6
 _TRAILING_PUNCT = re.compile(r"[\s\.,!;:…。，！；：、\-—]+$")
 _LEARNED_PAUSES = 8
 
@@ -78,9 +77,8 @@ class OpenTurn:
                 and all(k == self.guess_key for k in self.heard_since_stop))
 
     def reaches_voice_end(self, audio_end: float) -> bool:
-        """Does audio up to ``audio_end`` cover all the voice so far?  (Frame times are sums
-        of 0.03 s, so the comparison allows for rounding.)"""
-        return audio_end >= self.last_voiced_end - _EPS
+        """Does audio up to ``audio_end`` cover all the voice so far?"""
+        return reached(audio_end, self.last_voiced_end)
 
     @property
     def heard_all(self) -> bool:
@@ -183,9 +181,9 @@ class Endpointer:
         turn = self._turn
         if turn:
             gap = t_end - FRAME_MS / 1000 - turn.last_voiced_end
-            if gap * 1000 >= self._cfg.speculate_min_pause_ms - _EPS:
+            if reached(gap, self._cfg.speculate_min_pause_ms / 1000):
                 self._pauses.append(gap * 1000)  # they went on after it: a pause inside the turn
-            if t_end > turn.last_voiced_end + _EPS:
+            if beyond(t_end, turn.last_voiced_end):
                 turn.heard_since_stop.clear()  # passes before this voice heard less
             turn.last_voiced_end = max(turn.last_voiced_end, t_end)
 
@@ -254,7 +252,8 @@ class Endpointer:
     def _decide(self, now: float) -> list[Decision]:
         turn = self._turn
         assert turn is not None
-        silence = max(0.0, now - turn.last_voiced_end) + _EPS  # frame times are sums of 0.03
+        # a silence that reaches a wait within the frames' rounding has lasted it
+        silence = max(0.0, now - turn.last_voiced_end) + TIME_TOLERANCE_S
         heard_nothing = not turn.text and turn.reaches_voice_end(turn.silent_audio_end)
         if heard_nothing and silence * 1000 >= self._cfg.endpoint_silence_ms:
             self._turn = None  # speech that decoded to no words: a noise, not a turn
