@@ -1,13 +1,15 @@
 """The pass schedule of one utterance on its own: frames, pauses and pass results driven by
-a fake audio clock (30 ms frames whose times are sums, as a source's are), asserting the
-phase each step leaves and which pass is due.  Decisions 0022, 0027, 0033, 0054."""
+a fake audio clock (30 ms frames timed from sample counts, as a source's are), asserting
+the phase each step leaves and which pass is due.  Decisions 0022, 0027, 0033, 0054."""
 
 from __future__ import annotations
 
 import pytest
 
+import numpy as np
+
 from app.asr.schedule import Heard, Pass, PassSchedule, PassTiming, Phase
-from app.audio.frames import FRAME_MS, TIME_TOLERANCE_S, beyond, reached
+from app.audio.frames import FRAME_MS, FRAME_SAMPLES, SAMPLE_RATE, TIME_TOLERANCE_S, AudioFrame, beyond, reached
 
 FRAME_S = FRAME_MS / 1000
 TIMING = PassTiming(hangover=0.09, guess_hangover=0.03, partial_interval=0.3)
@@ -15,29 +17,42 @@ TIMING = PassTiming(hangover=0.09, guess_hangover=0.03, partial_interval=0.3)
 in, a caption every 300 ms of voice."""
 
 
+_SILENT = np.zeros(FRAME_SAMPLES, dtype=np.int16)
+
+
 class _Talk:
     """A fake audio clock and the recogniser's side of the schedule: each frame moves the
-    clock one frame (a running sum, so times carry the sources' rounding) and hands the
-    schedule what the recogniser would."""
+    clock one frame (an :class:`AudioFrame`'s end, so times carry the sources' rounding)
+    and hands the schedule what the recogniser would."""
 
-    def __init__(self, timing: PassTiming = TIMING, onset_frames: int = 5) -> None:
-        self.start = 10.0
+    def __init__(self, timing: PassTiming = TIMING, onset_frames: int = 5, start_frame: int = 337) -> None:
+        self.position = start_frame * FRAME_SAMPLES
+        self.start = self.position / SAMPLE_RATE
         self.now = self.start
         for _ in range(onset_frames):
-            self.now += FRAME_S
+            self._tick()
         self.passes = PassSchedule(self.start, self.now, timing)
         self.woken = 0
 
+    def _tick(self) -> None:
+        self.now = AudioFrame(t=self.position / SAMPLE_RATE, samples=_SILENT).end
+        self.position += FRAME_SAMPLES
+
+    def skip(self, frames: int) -> None:
+        """Frames the schedule is not told of (its turn is over)."""
+        for _ in range(frames):
+            self._tick()
+
     def voice(self, frames: int) -> None:
         for _ in range(frames):
-            self.now += FRAME_S
+            self._tick()
             self.woken += self.passes.voiced(self.now)
 
     def silence(self, frames: int, *, pause: bool = True) -> None:
         """Unvoiced frames; the first is where the VAD says "paused" (unless ``pause`` is
         False: an unvoiced frame it does not call a pause)."""
         for i in range(frames):
-            self.now += FRAME_S
+            self._tick()
             self.woken += self.passes.unvoiced(self.now)
             if i == 0 and pause:
                 self.woken += self.passes.pause(self.now)
@@ -222,7 +237,7 @@ def test_a_continuation_reopens_the_finalized_utterance_as_speaking() -> None:
     talk.run()
     talk.passes.finalize(talk.now)
     assert talk.passes.finalizing
-    talk.now += 0.5
+    talk.skip(16)
     talk.passes.resume(talk.now)
     assert talk.passes.phase is Phase.SPEAKING and not talk.passes.finalizing
     assert talk.passes.heard is Heard.PART  # the new voice is not heard yet: a final pass is due
