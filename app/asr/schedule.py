@@ -148,7 +148,7 @@ class PassSchedule:
         """A voiced frame ending at ``end``: SPEAKING.  True when a partial became due."""
         self.voiced_end = end
         self.phase = Phase.SPEAKING
-        if end - self._requested_end >= self._timing.partial_interval:
+        if reached(end - self._requested_end, self._timing.partial_interval):
             return self._want(end, Pass.PARTIAL)
         return False
 

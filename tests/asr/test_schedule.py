@@ -77,19 +77,6 @@ def test_the_tolerance_treats_one_instant_reached_two_ways_as_one() -> None:
     assert beyond(0.3 + 2 * TIME_TOLERANCE_S, 0.3)
 
 
-def test_while_the_voice_goes_on_a_partial_is_due_on_the_captions_cadence() -> None:
-    talk = _Talk(onset_frames=1)
-    talk.voice(8)  # 0.27 s since the utterance's first sample
-    assert talk.passes.phase is Phase.SPEAKING and talk.passes.wanted is None
-    talk.voice(2)  # 0.33 s
-    assert talk.passes.wanted is Pass.PARTIAL and talk.woken == 1
-    talk.run()
-    talk.voice(9)
-    assert talk.passes.wanted is None
-    talk.voice(2)
-    assert talk.passes.wanted is Pass.PARTIAL
-
-
 def test_without_captions_no_partial_is_due_until_the_pause() -> None:
     talk = _Talk(PassTiming(hangover=0.09, guess_hangover=0.03))
     talk.voice(100)
@@ -263,3 +250,20 @@ def test_a_turn_with_no_words_heard_needs_a_final_pass() -> None:
     talk.voice(3)
     talk.passes.finalize(talk.now)
     assert talk.passes.phase is Phase.FINAL_DUE
+
+
+@pytest.mark.parametrize("start_frame", range(0, 60))
+def test_a_caption_is_due_after_exactly_the_interval_of_voice_wherever_the_utterance_starts(
+        start_frame: int) -> None:
+    """300 ms of voice is ten frames, not ten or eleven as the rounding of the frames'
+    times falls (the cadence's comparison takes the one tolerance too)."""
+    talk = _Talk(onset_frames=1, start_frame=start_frame)
+    talk.voice(8)
+    assert talk.passes.wanted is None
+    talk.voice(1)  # 10 frames since the utterance's first sample
+    assert talk.passes.wanted is Pass.PARTIAL
+    talk.run()
+    talk.voice(9)
+    assert talk.passes.wanted is None
+    talk.voice(1)
+    assert talk.passes.wanted is Pass.PARTIAL
