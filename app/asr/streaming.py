@@ -2,10 +2,10 @@
 
 The audio thread only appends frames and says when a pass is worth running; the worker
 snapshots the utterance when it starts a pass, so passes never queue behind each other:
-a late pass covers more audio.  A pause is decoded for the guess at its first silent
-frame, and again once the hangover is in unless that pass heard the voice end: then it
-is the final, word for word (decision 0033).  A final jumps ahead of any partial.
-Design notes: decision 0039.
+a late pass covers more audio.  Which pass is due is the utterance's
+:class:`~app.asr.schedule.PassSchedule` (the guess's and the hangover's passes at a pause,
+the pass that heard the voice end as the final: decisions 0033, 0054).  A final jumps
+ahead of any partial.  Design notes: decision 0039.
 """
 
 from __future__ import annotations
@@ -21,9 +21,10 @@ import numpy as np
 from app.asr.decoder import AUTO, Hypothesis, Superseded, WhisperDecoder
 from app.asr.guards import is_hallucination
 from app.asr.loops import cut_repetition
+from app.asr.schedule import Pass, PassSchedule, PassTiming
 from app.asr.stabilizer import LocalAgreement
 from app.asr.worker import DecodeWorker, Job
-from app.audio.frames import SAMPLE_RATE, AudioFrame, Samples
+from app.audio.frames import SAMPLE_RATE, AudioFrame, Samples, beyond
 from app.core.clock import SessionClock
 from app.core.config import AsrConfig, VadConfig
 from app.core.events import ErrorEvent, FinalEvent, LanguageEvent, PartialEvent, Speaker
@@ -91,27 +92,17 @@ class _Utterance:
     start: float
     """Audio time of the first buffered sample."""
     chunks: list[Samples]
+    passes: PassSchedule
     samples: int = 0
-    last_voiced_end: float = 0.0
-    decoded_end: float = -1.0
-    """Audio end of the newest pass that produced a transcript."""
     text: str = ""
+    """The newest pass's words (``passes.decoded_end`` is where it heard to)."""
     language: str = ""
     """Language of the newest pass with text (and its probability)."""
     language_probability: float = 0.0
-    finalizing: bool = False
-    guess_pass_due: bool = False
-    """The speaker went quiet: decode once the guess's first silent audio is in."""
-    pause_pass_due: bool = False
-    """The speaker went quiet: decode once the hangover's audio is in."""
 
     @property
     def end(self) -> float:
         return self.start + self.samples / SAMPLE_RATE
-
-    def voice_heard_by(self, until: float) -> bool:
-        """Does a pass over the audio up to ``until`` hear every voiced frame so far?"""
-        return until >= self.last_voiced_end - 1e-6
 
     def audio(self, until: float) -> Samples:
         data = np.concatenate(self.chunks) if self.chunks else np.zeros(0, dtype=np.int16)
@@ -140,23 +131,18 @@ class StreamingRecognizer:
         self._clock = clock
         self._hooks = hooks
         self._language: str | None = None if decoder.language == AUTO else decoder.language
-        self._hangover = pauses.hangover_ms / 1000
-        self._guess_hangover = pauses.guess_hangover_ms / 1000
+        interval = config.partial_interval_ms / 1000 if voice.captions else float("inf")
+        self._timing = PassTiming(pauses.hangover_ms / 1000, pauses.guess_hangover_ms / 1000, interval)
         self._next_partial_at = 0.0
         """``time.monotonic()`` before which no partial pass starts (see :meth:`_spaced`)."""
         self._speaker: Speaker = voice.speaker
         self.priority = 0 if voice.speaker == "interviewer" else 1
-        self._interval = config.partial_interval_ms / 1000 if voice.captions else float("inf")
         self._stabilizer = LocalAgreement()
         self._worker = worker or DecodeWorker()
         self._cond = self._worker.cond
         self._current: _Utterance | None = None
         self._last: _Utterance | None = None
         """The utterance finalized last: a continuation reopens it."""
-        self._pass_wanted = False
-        self._pause_pass_wanted = False
-        """The pass wanted is one that hears the pause (see :meth:`_still_wanted`)."""
-        self._last_pass_request_end = 0.0
         self._finals: list[_FinalJob] = []
         self._busy = False
         self.passes = 0
@@ -178,18 +164,17 @@ class StreamingRecognizer:
     def idle(self) -> bool:
         """No pass running and no final waiting (used to know when a replay is done)."""
         with self._cond:
-            return not self._busy and not self._finals and not self._pass_wanted
+            return not self._busy and not self._finals and self._wanted() is None
 
     # --- called from the audio thread ---------------------------------------------
 
     def begin(self, utterance: int, frames: list[AudioFrame]) -> None:
         with self._cond:
-            self._current = _Utterance(number=utterance, start=frames[0].t, chunks=[])
+            passes = PassSchedule(frames[0].t, frames[-1].end, self._timing)
+            self._current = _Utterance(number=utterance, start=frames[0].t, chunks=[], passes=passes)
             self._stabilizer.reset()
-            self._last_pass_request_end = frames[0].t
             for frame in frames:
                 self._append(frame)
-            self._current.last_voiced_end = frames[-1].end
 
     def add(self, frame: AudioFrame, voiced: bool) -> None:
         with self._cond:
@@ -197,13 +182,9 @@ class StreamingRecognizer:
             if utt is None:
                 return
             self._append(frame)
-            if voiced:
-                utt.last_voiced_end = frame.end
-                utt.guess_pass_due = utt.pause_pass_due = False
-                if frame.end - self._last_pass_request_end >= self._interval:
-                    self._want_pass(frame.end)
-            else:
-                self._pass_if_due(utt)
+            due = utt.passes.voiced(frame.end) if voiced else utt.passes.unvoiced(utt.end)
+            if due:
+                self._worker.wake()
 
     def pause(self) -> None:
         """The speaker just went quiet: decode everything heard so far once the hangover is
@@ -212,27 +193,11 @@ class StreamingRecognizer:
 
         That first pass is for the guess: its words leave as soon as they are called
         finished, and, as it heard the voice end, it is also the final unless voice comes
-        back (the hangover's pass then never runs: :meth:`_heard_voice_end`)."""
+        back (the hangover's pass is then moot: :attr:`~app.asr.schedule.Heard.VOICE_END`)."""
         with self._cond:
             utt = self._current
-            if utt and utt.decoded_end < self._heard_until(utt) - 1e-6:  # no pass heard it all yet
-                utt.guess_pass_due = self._guess_hangover < self._hangover - 1e-6
-                utt.pause_pass_due = True
-                self._pass_if_due(utt)
-
-    def _pass_if_due(self, utt: _Utterance) -> None:
-        """Ask for the pause's passes whose audio is in (``cond`` held); a pass still
-        waiting for the worker when the next is due becomes that one."""
-        if utt.guess_pass_due and utt.end >= utt.last_voiced_end + self._guess_hangover - 1e-6:
-            utt.guess_pass_due = False
-            self._want_pass(utt.end, pause=True)
-        if utt.pause_pass_due and utt.end >= self._heard_until(utt) - 1e-6:
-            utt.guess_pass_due = utt.pause_pass_due = False
-            self._want_pass(utt.end, pause=True)
-
-    def _heard_until(self, utt: _Utterance) -> float:
-        """Where a pass over this utterance ends: the last voiced frame plus the hangover."""
-        return utt.last_voiced_end + self._hangover
+            if utt and utt.passes.pause(utt.end):
+                self._worker.wake()
 
     def finalize(self, utterance: int) -> list[FinalEvent | LanguageEvent]:
         """The turn is over: its final, at once when the last partial heard it all.
@@ -248,33 +213,16 @@ class StreamingRecognizer:
                 return []
             self._current = None
             self._last = utt
-            self._pass_wanted = self._pause_pass_wanted = False
-            utt.finalizing = True
-            until = min(utt.end, self._heard_until(utt))
-            if self._is_final(utt, until):
-                locked = self._lock_language(utt.language, utt.language_probability, final=True)
-                final = FinalEvent(t=self._clock.now(), turn=utt.number, text=utt.text,
-                                   audio_end=utt.decoded_end, reused=True, speaker=self._speaker)
-            else:
+            until = utt.passes.finalize(utt.end)
+            heard = utt.passes.final_heard(until)
+            if heard is None:
                 self._finals.append(_FinalJob(utt, until))
                 self._cond.notify_all()
                 return []
+            locked = self._lock_language(utt.language, utt.language_probability, final=True)
+            final = FinalEvent(t=self._clock.now(), turn=utt.number, text=utt.text,
+                               audio_end=heard, reused=True, speaker=self._speaker)
         return [locked, final] if locked else [final]
-
-    def _is_final(self, utt: _Utterance, until: float) -> bool:
-        """Is the newest pass with words the final of a turn whose audio ends at ``until``
-        (``cond`` held)?  Yes when it heard up to there, or heard the voice end: what
-        follows it up to ``until`` is room tone, no evidence (:meth:`_heard_voice_end`)."""
-        return bool(utt.text and (utt.decoded_end >= until - 1e-6 or self._heard_voice_end(utt)))
-
-    def _heard_voice_end(self, utt: _Utterance) -> bool:
-        """Did the newest pass with words hear every voiced frame *and* audio after the
-        last one (the pause's first silent frame, for the guess)?  Then what came after it
-        is what the VAD calls unvoiced: room tone, no evidence about the words.  Decoding it
-        again only lets the noise flip a word the voice did not ("…works in Java" / "…in
-        job"), and the guess made on that pass then misses (decision 0033).  A voiced
-        frame after the pass moves ``last_voiced_end`` past it: new voice, a new pass."""
-        return utt.decoded_end > utt.last_voiced_end + 1e-6
 
     def resume(self, utterance: int, recent: list[AudioFrame]) -> bool:
         """The speaker went on after the endpoint: reopen the utterance just finalized.
@@ -287,14 +235,13 @@ class StreamingRecognizer:
             utt = self._last
             if utt is None or utt.number != utterance:
                 self._current = None
-            else:
-                utt.finalizing = False  # a final pass of the first part, if any, is dropped
+            else:  # a final pass of the first part, if any, is dropped
                 self._finals = [job for job in self._finals if job.utterance is not utt]
                 self._current = utt
                 for frame in recent:
-                    if frame.end > utt.end + 1e-6:
+                    if beyond(frame.end, utt.end):
                         self._append(frame)
-                utt.last_voiced_end = recent[-1].end
+                utt.passes.resume(recent[-1].end)
                 return True
         self.begin(utterance, recent[-1:])
         return False
@@ -304,7 +251,6 @@ class StreamingRecognizer:
         with self._cond:
             if self._current is not None and self._current.number == utterance:
                 self._current = None
-                self._pass_wanted = self._pause_pass_wanted = False
 
     def duration(self) -> float:
         with self._cond:
@@ -315,11 +261,9 @@ class StreamingRecognizer:
         self._current.chunks.append(frame.samples)
         self._current.samples += len(frame.samples)
 
-    def _want_pass(self, at: float, *, pause: bool = False) -> None:
-        self._last_pass_request_end = at
-        self._pass_wanted = True
-        self._pause_pass_wanted |= pause
-        self._worker.wake()
+    def _wanted(self) -> Pass | None:
+        """The pass the current utterance wants run (``cond`` held)."""
+        return self._current.passes.wanted if self._current is not None else None
 
     # --- on the worker ---------------------------------------------------------------
 
@@ -328,17 +272,20 @@ class StreamingRecognizer:
         (``cond`` held)."""
         if self._busy:
             return None
-        if self._pass_wanted and self._adds_only_silence():
-            self._pass_wanted = self._pause_pass_wanted = False
-        if not (self._finals or (self._pass_wanted and not self._spaced())):
+        utt = self._current
+        if utt is not None and utt.passes.wanted is not None and utt.passes.moot(utt.end):
+            # it would hear the same words, and slow down the words model scoring them,
+            # which is what the guess waits for (decision 0027)
+            utt.passes.drop()
+        if not (self._finals or (self._wanted() is not None and not self._spaced())):
             return None
         final = self._finals.pop(0) if self._finals else None
-        self._pass_wanted = self._pause_pass_wanted = False
         if final is not None:
+            if utt is not None:
+                utt.passes.drop()
             job: Job = partial(self._run_final, final)
-        elif self._current is not None:
-            utt = self._current
-            until = min(utt.end, self._heard_until(utt))
+        elif utt is not None:
+            until = utt.passes.take(utt.end)
             # snapshot now: a pass never waits for newer audio, the next one covers it
             job = partial(self._spaced_after, partial(self._run_partial, utt, until, utt.audio(until)))
         else:
@@ -346,28 +293,15 @@ class StreamingRecognizer:
         self._busy = True
         return partial(self._guarded, job)
 
-    def _adds_only_silence(self) -> bool:
-        """Did the newest pass hear every voiced frame, and is the hangover not in yet, or
-        did it hear the voice end?  A pass now would hear the same words and less silence
-        than the final's: the guess's pass is moot when a partial pass taken just before
-        the voice stopped heard it all, and it would only slow down the words model
-        scoring that partial (on two cores each makes the other ~20 ms slower), which is
-        what the guess waits for.  The hangover's pass is moot once a pass heard the
-        voice end: it would add only room tone, and that pass is the final
-        (:meth:`_heard_voice_end`)."""
-        utt = self._current
-        return (utt is not None and utt.voice_heard_by(utt.decoded_end)
-                and (utt.end < self._heard_until(utt) - 1e-6 or self._heard_voice_end(utt)))
-
     def _spaced(self) -> bool:
         """A partial pass while the voice goes on, due before the last pass's rest is over
         (:data:`PARTIAL_SPACING`)?  Never the pause's pass."""
-        return not self._pause_pass_wanted and time.monotonic() < self._next_partial_at
+        return self._wanted() is not Pass.PAUSE and time.monotonic() < self._next_partial_at
 
     def ready_at(self) -> float | None:
         """When a partial held by :meth:`_spaced` becomes due (``time.monotonic()``), for
         the worker to wake up then; None when nothing is held (``cond`` held)."""
-        held = self._pass_wanted and not self._busy and self._spaced()
+        held = self._wanted() is not None and not self._busy and self._spaced()
         return self._next_partial_at if held else None
 
     def _spaced_after(self, job: Job) -> None:
@@ -422,30 +356,31 @@ class StreamingRecognizer:
         the speaker fell silent after ``until`` and a pass over all of it (the pause pass or
         the final) waits behind this one: while they talk on, every partial is a caption."""
         with self._cond:
-            waiting = self._pause_pass_wanted or any(job.utterance is utt for job in self._finals)
-            return utt.voice_heard_by(until) or not waiting
+            waiting = self._wanted() is Pass.PAUSE or any(job.utterance is utt for job in self._finals)
+            return utt.passes.hears_voice(until) or not waiting
 
     def _run_partial(self, utt: _Utterance, until: float, audio: Samples) -> None:
         try:
             text, hyp = self._decode(audio, wanted=partial(self._still_wanted, utt, until),
-                                     paused=until > utt.last_voiced_end + 1e-6)
+                                     paused=utt.passes.hears_pause(until))
         except Superseded:
             return
         if not text:
-            if utt.voice_heard_by(until):
+            if utt.passes.hears_voice(until):
                 self._hooks.on_no_words(utt.number, until)
             return
         with self._cond:
             locked = self._lock_language(hyp.language, hyp.language_probability,
                                          seconds=len(audio) / SAMPLE_RATE)
             shown = self._stabilizer.update(text) if utt is self._current else None
-            utt.text, utt.decoded_end = text, until
+            utt.text = text
+            utt.passes.decoded(until)
             utt.language, utt.language_probability = hyp.language, hyp.language_probability
         if locked:
             self._hooks.on_language(locked)
         # A turn that ended while we decoded keeps the text (its final, queued behind this
         # pass, reuses it) but shows no partial any more.
-        if shown is not None and not utt.finalizing:
+        if shown is not None and not utt.passes.finalizing:
             self._hooks.on_partial(PartialEvent(t=self._clock.now(), turn=utt.number, text=shown.text,
                                           stable=shown.stable, audio_end=until, hypothesis=text,
                                           speaker=self._speaker))
@@ -453,15 +388,18 @@ class StreamingRecognizer:
     def _run_final(self, job: _FinalJob) -> None:
         utt = job.utterance
         with self._cond:  # the pass the final was queued behind may have heard it all
-            reused = self._is_final(utt, job.until)
-            heard = utt.decoded_end if reused else job.until
+            reused_end = utt.passes.final_heard(job.until)
+        reused = reused_end is not None
+        heard = job.until if reused_end is None else reused_end
         text, language, probability = utt.text, utt.language, utt.language_probability
         if not reused:
             decoded, hyp = self._decode(utt.audio(job.until), paused=True)
             if decoded:
                 text, language, probability = decoded, hyp.language, hyp.language_probability
         with self._cond:
-            resumed = not utt.finalizing  # the speaker went on: this is no final any more
+            resumed = not utt.passes.finalizing  # the speaker went on: this is no final any more
+            if not resumed:
+                utt.passes.final_ran()
         if text and not resumed:
             with self._cond:
                 locked = self._lock_language(language, probability, final=True)

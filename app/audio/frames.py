@@ -18,6 +18,20 @@ FRAME_SAMPLES = SAMPLE_RATE * FRAME_MS // 1000  # 480: a size webrtcvad accepts
 
 Samples = npt.NDArray[np.int16]
 
+TIME_TOLERANCE_S = 1e-6
+"""Frame times are sums of 0.03 s and sample counts over the rate, so one instant reached
+two ways differs in its last bits: times closer than a microsecond are the same instant."""
+
+
+def reached(t: float, mark: float) -> bool:
+    """Is ``t`` at or after ``mark`` (seconds, within :data:`TIME_TOLERANCE_S`)?"""
+    return t >= mark - TIME_TOLERANCE_S
+
+
+def beyond(t: float, mark: float) -> bool:
+    """Is ``t`` after ``mark`` by more than :data:`TIME_TOLERANCE_S`?"""
+    return t > mark + TIME_TOLERANCE_S
+
 
 @dataclass(frozen=True, slots=True)
 class AudioFrame:

@@ -31,7 +31,7 @@ from app.asr.decoder import WhisperDecoder
 from app.asr.streaming import StreamingRecognizer, Voice
 from app.asr.worker import DecodeWorker
 from app.audio.echo import UTTERANCE_ECHO_SHARE, EchoGate
-from app.audio.frames import AudioFrame, AudioSource
+from app.audio.frames import AudioFrame, AudioSource, reached
 from app.audio.level import LevelMeter
 from app.core.clock import Deadline, SessionClock
 from app.core.config import Settings
@@ -108,14 +108,6 @@ class ListenerOptions:
         return self.speaker == "interviewer"
 
 
-@dataclass(slots=True)
-class _Closed:
-    """The turn most recently ended, while speech may still continue it."""
-
-    turn: int
-    voiced_end: float
-
-
 _OPTIONS = ListenerOptions()
 
 
@@ -137,7 +129,6 @@ class Listener:
         self._began: dict[int, float] = {}
         """Audio time each of the latest turns began (echo is judged from there)."""
         turns = settings.turns
-        self._continuation_s = turns.continuation_window_ms / 1000 if options.asks else 0.0
         self._vad = VoiceDetector(settings.vad)
         self._endpointer = Endpointer(turns, settings.asr.language, turns.all_words("fillers"),
                                       policy=options.policy, questions=options.asks)
@@ -160,13 +151,9 @@ class Listener:
         self._sound_voiced_end = -1.0
         """The last voiced frame's end when Smart Turn last read a pause (once a pause)."""
         self._lock = threading.Lock()
-        self._turn: int | None = None
-        self._closed: _Closed | None = None
-        self._other_spoke_at = -1.0
-        """Audio time the other speaker last started talking."""
         # the frames a continuation reopens with, and the audio Smart Turn reads at a pause
         self._recent: collections.deque[AudioFrame] = collections.deque(
-            maxlen=int(max(self._continuation_s + 1.0, SOUND_WINDOW_S) * 1000 / 30) + 1)
+            maxlen=int(max(self._endpointer.continuation_s + 1.0, SOUND_WINDOW_S) * 1000 / 30) + 1)
         self._audio_now = 0.0
         self._running = False
 
@@ -216,7 +203,7 @@ class Listener:
         """The candidate started talking at ``t``: after that, this speaker's next words
         are a new question, whatever the pause."""
         with self._lock:
-            self._other_spoke_at = max(self._other_spoke_at, t)
+            self._endpointer.other_spoke(t)
 
     @property
     def overflows(self) -> int:
@@ -249,11 +236,11 @@ class Listener:
             self._recent.append(frame)
             if step.onset:
                 events += self._speech_started(step.onset)
-            elif self._vad.in_speech and self._turn is not None:
+            elif self._vad.in_speech and (turn := self._endpointer.turn) is not None:
                 self._recognizer.add(frame, step.voiced)
                 if step.voiced:
                     self._endpointer.voiced(frame.end)
-                if step.paused and self._echoed(self._turn, frame.t):
+                if step.paused and self._echoed(turn, frame.t):
                     events += self._apply(self._endpointer.discard())  # the interviewer, heard again
                 else:
                     events += self._advance(frame, step)
@@ -282,45 +269,41 @@ class Listener:
         held): the silence it was made to judge.  With the newest partial's words (mostly a
         cache hit); the verdict counts while no newer voice came (``Endpointer.end_of_turn_scores``)."""
         voiced_end = self._vad.last_voiced_end
-        if (not self._sound or not self._scoring or self._signals is None or self._turn is None
+        turn = self._endpointer.turn
+        if (not self._sound or not self._scoring or self._signals is None or turn is None
                 or not self._endpointer.text or voiced_end <= self._sound_voiced_end
-                or now - voiced_end < SOUND_TAIL_S - 1e-6):
+                or not reached(now - voiced_end, SOUND_TAIL_S)):
             return
         self._sound_voiced_end = voiced_end
-        audio = self._utterance_audio(self._turn, now)
-        self._signals.submit(SignalRequest(self._turn, self._endpointer.text, now, audio))
+        audio = self._utterance_audio(turn, now)
+        self._signals.submit(SignalRequest(turn, self._endpointer.text, now, audio))
 
     def _utterance_audio(self, turn: int, until: float) -> npt.NDArray[np.int16] | None:
         """The turn's last ``SOUND_WINDOW_S`` of audio up to ``until`` (lock held), as
         Smart Turn reads it; None when none of it is kept."""
         began = max(self._began.get(turn, until), until - SOUND_WINDOW_S)
-        kept = [f.samples for f in self._recent if f.t >= began - 1e-6 and f.end <= until + 1e-6]
+        kept = [f.samples for f in self._recent if reached(f.t, began) and reached(until, f.end)]
         return np.concatenate(kept) if kept else None
 
     def _speech_started(self, onset: list[AudioFrame]) -> list[Event]:
-        """A new voiced run: a new turn, or the continuation of the one just ended."""
+        """A new voiced run: a new turn, or the continuation of the one just ended (the
+        endpointer's call)."""
         now = self._clock.now()
         speech_start = onset[-1].end
-        closed = self._closed
-        self._closed = None
         events: list[Event] = [VadEvent(t=now, speech=True)]
         # The onset is reported once min_speech of voiced frames were heard: speech began then.
-        began = speech_start - self._settings.vad.min_speech_ms / 1000
-        pause = max(0.0, began - closed.voiced_end) if closed else 0.0
-        # The candidate answered if they began in the pause; what they "begin" after this
-        # speech did is its echo on their microphone, not an answer.
-        answered = closed is not None and closed.voiced_end <= self._other_spoke_at < began
-        if closed is not None and pause <= self._continuation_s and not answered:
-            self._turn = closed.turn
-            self._recognizer.resume(closed.turn, list(self._recent))
-            events.append(ResumedEvent(t=now, turn=closed.turn, pause=round(pause, 4)))
+        went_on = self._endpointer.continues(speech_start - self._settings.vad.min_speech_ms / 1000)
+        if went_on is not None:
+            turn = went_on.turn
+            self._recognizer.resume(turn, list(self._recent))
+            events.append(ResumedEvent(t=now, turn=turn, pause=round(went_on.pause, 4)))
         else:
-            self._turn = self._hooks.next_turn()
-            self._recognizer.begin(self._turn, onset)
-            self._began[self._turn] = onset[0].t
+            turn = self._hooks.next_turn()
+            self._recognizer.begin(turn, onset)
+            self._began[turn] = onset[0].t
             while len(self._began) > _KEPT_TURN_STARTS:
                 del self._began[next(iter(self._began))]
-        self._endpointer.speech_started(self._turn, speech_start)
+        self._endpointer.speech_started(turn, speech_start)
         return events
 
     def _on_source_error(self, message: str) -> None:
@@ -405,14 +388,11 @@ class Listener:
                                              reason=decision.reason))
             elif isinstance(decision, Discard):  # speech with no words (a noise burst): forget it
                 self._vad.request_end()  # applied by the audio thread on its next frame
-                self._turn = None
                 self._recognizer.discard(decision.turn)
             else:
                 events.append(EndpointEvent(t=now, turn=decision.turn, reason=decision.reason,
                                             silence=decision.silence))
                 self._vad.request_end()
-                self._turn = None
-                self._closed = _Closed(decision.turn, self._audio_now - decision.silence)
                 for said in self._recognizer.finalize(decision.turn):
                     if isinstance(said, LanguageEvent):
                         self._language_settled(said)

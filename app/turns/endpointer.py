@@ -13,13 +13,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from app.audio.frames import FRAME_MS
+from app.audio.frames import FRAME_MS, TIME_TOLERANCE_S, beyond, reached
 from app.core.config import TurnConfig
 from app.core.events import EndpointReason, SpeculateReason
 from app.core.text import is_cjk, question_key, tags_of
 from app.turns.policy import Evidence, TextCues, Wait, decide
 
-_EPS = 1e-6
 _TRAILING_PUNCT = re.compile(r"[\s\.,!;:…。，！；：、\-—]+$")
 _LEARNED_PAUSES = 8
 
@@ -47,6 +46,22 @@ class Discard:
 
 
 Decision = Speculate | Endpoint | Discard
+
+
+@dataclass(frozen=True, slots=True)
+class Continuation:
+    """New speech continues the turn just ended, after a pause of ``pause`` seconds."""
+
+    turn: int
+    pause: float
+
+
+@dataclass(frozen=True, slots=True)
+class _Closed:
+    """The turn most recently ended, while speech may still continue it."""
+
+    turn: int
+    voiced_end: float
 
 
 @dataclass(slots=True)
@@ -78,9 +93,8 @@ class OpenTurn:
                 and all(k == self.guess_key for k in self.heard_since_stop))
 
     def reaches_voice_end(self, audio_end: float) -> bool:
-        """Does audio up to ``audio_end`` cover all the voice so far?  (Frame times are sums
-        of 0.03 s, so the comparison allows for rounding.)"""
-        return audio_end >= self.last_voiced_end - _EPS
+        """Does audio up to ``audio_end`` cover all the voice so far?"""
+        return reached(audio_end, self.last_voiced_end)
 
     @property
     def heard_all(self) -> bool:
@@ -109,10 +123,14 @@ class Endpointer:
         preamble to wait out."""
         self._cfg = config
         self._questions = questions
+        self._continuation_s = config.continuation_window_ms / 1000 if questions else 0.0
         self._policy: TurnPolicy = policy or SignalsPolicy()
         self._fillers = tuple(fillers)
         self.set_language(language)
         self._turn: OpenTurn | None = None
+        self._closed: _Closed | None = None
+        self._other_spoke_at = -1.0
+        """Audio time the other speaker last started talking."""
         self._pauses: collections.deque[float] = collections.deque(maxlen=_LEARNED_PAUSES)
         """Lengths (ms) of the interviewer's latest pauses inside a question."""
         self._expect_words = False
@@ -175,7 +193,29 @@ class Endpointer:
         """The open turn's newest partial ("" before the first)."""
         return self._turn.text if self._turn else ""
 
+    @property
+    def continuation_s(self) -> float:
+        """Speech this soon after an endpoint continues the turn (0 for the candidate)."""
+        return self._continuation_s
+
+    def other_spoke(self, t: float) -> None:
+        """The other speaker started talking at ``t``: speech of this one's after that is
+        a new turn, whatever the pause."""
+        self._other_spoke_at = max(self._other_spoke_at, t)
+
+    def continues(self, began: float) -> Continuation | None:
+        """Speech that began at ``began``: the turn just ended, if it continues it (within
+        the continuation window, and the other speaker did not answer in the pause; what
+        they "begin" after this speech did is its echo on their microphone)."""
+        closed, self._closed = self._closed, None
+        if closed is None:
+            return None
+        pause = max(0.0, began - closed.voiced_end)
+        answered = closed.voiced_end <= self._other_spoke_at < began
+        return Continuation(closed.turn, pause) if pause <= self._continuation_s and not answered else None
+
     def speech_started(self, turn: int, t: float) -> None:
+        """Turn ``turn`` (a new one, or the one :meth:`continues` named) is open; voice up to ``t``."""
         self._turn = OpenTurn(id=turn, last_voiced_end=t)
 
     def voiced(self, t_end: float) -> None:
@@ -183,9 +223,9 @@ class Endpointer:
         turn = self._turn
         if turn:
             gap = t_end - FRAME_MS / 1000 - turn.last_voiced_end
-            if gap * 1000 >= self._cfg.speculate_min_pause_ms - _EPS:
+            if reached(gap, self._cfg.speculate_min_pause_ms / 1000):
                 self._pauses.append(gap * 1000)  # they went on after it: a pause inside the turn
-            if t_end > turn.last_voiced_end + _EPS:
+            if beyond(t_end, turn.last_voiced_end):
                 turn.heard_since_stop.clear()  # passes before this voice heard less
             turn.last_voiced_end = max(turn.last_voiced_end, t_end)
 
@@ -239,8 +279,7 @@ class Endpointer:
         turn = self._turn
         if turn is None:
             return []
-        self._turn = None
-        return [Endpoint(turn.id, "forced", max(0.0, now - turn.last_voiced_end))]
+        return [self._close(turn, Endpoint(turn.id, "forced", max(0.0, now - turn.last_voiced_end)), now)]
 
     def discard(self) -> list[Decision]:
         """The open turn was no speech of this speaker's (an echo): forget it, so a pass
@@ -254,7 +293,8 @@ class Endpointer:
     def _decide(self, now: float) -> list[Decision]:
         turn = self._turn
         assert turn is not None
-        silence = max(0.0, now - turn.last_voiced_end) + _EPS  # frame times are sums of 0.03
+        # a silence that reaches a wait within the frames' rounding has lasted it
+        silence = max(0.0, now - turn.last_voiced_end) + TIME_TOLERANCE_S
         heard_nothing = not turn.text and turn.reaches_voice_end(turn.silent_audio_end)
         if heard_nothing and silence * 1000 >= self._cfg.endpoint_silence_ms:
             self._turn = None  # speech that decoded to no words: a noise, not a turn
@@ -268,9 +308,15 @@ class Endpointer:
                 turn.speculated.add(key)
                 turn.guess_key = key
             elif isinstance(decision, Endpoint):
-                self._turn = None
+                self._close(turn, decision, now)
             decisions.append(decision)
         return decisions
+
+    def _close(self, turn: OpenTurn, endpoint: Endpoint, now: float) -> Endpoint:
+        """The turn is over at ``now``: new speech may still continue it (:meth:`continues`)."""
+        self._turn = None
+        self._closed = _Closed(turn.id, now - endpoint.silence)
+        return endpoint
 
     # --- what the words say (read by the policies) -------------------------------
 

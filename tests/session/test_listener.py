@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from app.asr.decoder import WhisperDecoder
-from app.asr.streaming import StreamingRecognizer
+from app.asr.schedule import Pass, PassSchedule
 from app.audio import FileSource
 from app.audio.frames import AudioFrame
 from app.core.clock import SessionClock
@@ -151,14 +151,14 @@ def test_only_the_interviewers_pauses_are_decoded_for_a_guess(
     and the candidate's words are never guessed, so their pauses have none."""
     hangover = Settings().vad.hangover_ms / 1000
     silence_heard: list[float] = []
-    want_pass = StreamingRecognizer._want_pass
+    want = PassSchedule._want
 
-    def recording(self: StreamingRecognizer, at: float, *, pause: bool = False) -> None:
-        if pause and self._current is not None:
-            silence_heard.append(at - self._current.last_voiced_end)
-        want_pass(self, at, pause=pause)
+    def recording(self: PassSchedule, at: float, kind: Pass) -> bool:
+        if kind is Pass.PAUSE:
+            silence_heard.append(at - self.voiced_end)
+        return want(self, at, kind)
 
-    monkeypatch.setattr(StreamingRecognizer, "_want_pass", recording)
+    monkeypatch.setattr(PassSchedule, "_want", recording)
     replay(decoder, synth("Tell me about a project you are proud of.", lead_s=0.5), speed=1.0,
            options=ListenerOptions(speaker=speaker))
     assert silence_heard, "no pause was decoded"
