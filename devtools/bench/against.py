@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from app.observing.percentile import median, p95
+from devtools.bench import eot
 from devtools.bench.corpus import ms
 from devtools.load import abba
 
@@ -106,7 +107,8 @@ def interleave(corpora: list[Path], runners: dict[str, Runner], out: Path) -> di
 
 
 def summarise(results: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
-    """Per label: turns, answered, response latency median and p95, stale answers; and per
+    """Per label: turns, answered, response latency median and p95, stale answers (and on a
+    pause set, eot-bench's false cut-offs: :func:`devtools.bench.eot.summary`); and per
     mode, ``MODE^SIDE/MODE`` for the median and the p95 (above 1: the other tree is slower)."""
     summary: dict[str, Any] = {}
     for label, rows in results.items():
@@ -115,6 +117,10 @@ def summarise(results: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
                           "response_latency_median_s": median(latencies),
                           "response_latency_p95_s": p95(latencies),
                           "stale_answers_left": sum(r.get("stale", 0) for r in rows)}
+        if any(r.get("pauses") for r in rows):  # a pause set: eot-bench's false cut-offs too
+            summary[label]["eot"] = eot.summary([r.get("pauses", []) for r in rows],
+                                                [r.get("cut_offs", []) for r in rows],
+                                                [r.get("response_latency") for r in rows])
     ratios: dict[str, float] = {}
     for label in (m for m in summary if "^" in m):
         mode = label.partition("^")[0]
@@ -154,3 +160,7 @@ def _print(summary: dict[str, Any]) -> None:
               f"{ms(s['response_latency_p95_s']):>9} {s['stale_answers_left']:>5}")
     for name, ratio in summary["ratios"].items():
         print(f"response latency, {name}: {ratio}x")
+    for label in (m for m in labels if "eot" in summary[m]):
+        e = summary[label]["eot"]
+        print(f"mid-turn pauses, {label}: {e['false_cutoffs']} of {e['pauses']} false cut-offs, "
+              f"by length {e['by_length']}")

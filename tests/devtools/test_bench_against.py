@@ -61,6 +61,18 @@ def test_the_trees_take_turns_in_abba_order_and_the_ratios_compare_them(tmp_path
     assert summary["ratios"]["product^abc123/product p95"] == pytest.approx(theirs / ours, abs=0.01) == 1.5
 
 
+def test_on_a_pause_set_each_tree_gets_its_false_cut_offs() -> None:
+    rows = {"product": [{"response_latency": 0.5, "pauses": [0.6, 1.0], "cut_offs": [True, False]},
+                        {"response_latency": None, "pauses": [0.4], "cut_offs": [False]}],
+            "product^abc123": [{"response_latency": 0.9, "pauses": [0.6, 1.0], "cut_offs": [True, True]},
+                               {"response_latency": 0.7, "pauses": [0.4], "cut_offs": [True]}]}
+    summary = summarise(rows)
+    assert (summary["product"]["eot"]["false_cutoffs"], summary["product"]["eot"]["pauses"]) == (1, 3)
+    assert summary["product"]["eot"]["unanswered"] == 1
+    assert summary["product^abc123"]["eot"]["false_cutoffs"] == 3
+    assert "eot" not in summarise({"product": [{"response_latency": 0.5}]})["product"]
+
+
 def test_the_other_tree_runs_its_own_code_in_a_child(tmp_path: Path) -> None:
     """The child runs ``python -m app bench turns`` with that tree first on its path: a
     tree whose ``app`` only writes what it was asked stands for an old commit."""
