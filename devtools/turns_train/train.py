@@ -44,22 +44,24 @@ def run(out: Path, feats: features.Features | None = None) -> dict[str, object]:
     bias = b - float(raw @ mean)
     e_t = np.linalg.solve(feats.hh, feats.hl)  # Eᵀ: (hidden, vocabulary)
     logit_weights = e_t.T @ np.linalg.solve(e_t @ e_t.T, raw[:-1])
-    head = EndOfTurnHead(logit_weights, float(raw[-1]), bias, PROMPT)
+    head = EndOfTurnHead(np.asarray(logit_weights, dtype=np.float64), float(raw[-1]), bias, PROMPT)
     report: dict[str, object] = {"texts": len(examples), "l2": l2, "languages": {}}
     for language in ("en", "zh"):
         sel = held & (lang == language)
         cut, whole = log_p[sel & (y == 0)], log_p[sel & (y > 0)]
         report["languages"][language] = {  # type: ignore[index]
             "train": int(((~held) & (lang == language)).sum()), "held_out": int(sel.sum()),
-            "held_out_families": sorted({e.family for e in examples if e.held_out and e.language == language}),
+            "held_out_families": sorted({e.family for e in examples
+                                         if e.held_out and e.language == language}),
             "head_auc": round(fit.separation(z[sel], y[sel]), 4),
             "head_accuracy": round(fit.accuracy(z[sel], y[sel]), 4),
             "zero_shot_auc": round(fit.separation(feats.zero_shot[sel], y[sel]), 4),
             "zero_shot_accuracy_at_-10": round(fit.accuracy(feats.zero_shot[sel], y[sel], -10.0), 4),
             "complete_logp": round(_quantile(cut, 1 - CUT_SHARE_ABOVE), 2),
             "incomplete_logp": round(_quantile(whole, WHOLE_SHARE_BELOW), 2),
-            "by_kind_head_accuracy": {kind: round(fit.accuracy(z[sel & (kinds == kind)], y[sel & (kinds == kind)]), 4)
-                                      for kind in sorted(set(kinds[sel]))},
+            "by_kind_head_accuracy": {
+                kind: round(fit.accuracy(z[sel & (kinds == kind)], y[sel & (kinds == kind)]), 4)
+                for kind in sorted(set(kinds[sel]))},
         }
     out.mkdir(parents=True, exist_ok=True)
     (out / "end_of_turn_head.json").write_bytes(dump_head(head))

@@ -47,7 +47,7 @@ def test_no_corpus_sentence_nor_a_near_copy_is_trained_on() -> None:
     for mine in sorted({_norm(ex.text) for ex in examples("en") + examples("zh")}):
         for theirs in corpus:
             matcher = difflib.SequenceMatcher(None, mine, theirs, autojunk=False)
-            if matcher.real_quick_ratio() >= NEAR and matcher.quick_ratio() >= NEAR and matcher.ratio() >= NEAR:
+            if min(matcher.real_quick_ratio(), matcher.quick_ratio()) >= NEAR and matcher.ratio() >= NEAR:
                 found.append((mine, theirs))
     assert not found, found[:10]
 
