@@ -235,14 +235,15 @@ class TurnConfig(_Section):
     words_model: bool = True
     """Score the words with the bundled SmolLM2-135M (end-of-turn token probability)."""
     words_languages: list[str] = Field(default_factory=lambda: ["en"])
-    """Languages the words model was checked on: elsewhere the text rules decide.  It does
-    not separate finished from cut Chinese questions (decision 0006; figures:
-    docs/benchmarks.md, ``bench signals``)."""
-    words_complete_logp: float = -10.0
-    """log P(end) at which the words vote 'finished' (+1): most finished English questions
-    score above it, few cut ones (decision 0006)..."""
-    words_incomplete_logp: float = -16.0
-    """...and at which they vote 'unfinished' (-1); linear in between."""
+    """Languages the words model was checked on: elsewhere the text rules decide.  Its
+    trained head separates held-out Mandarin texts (decision 0053), but no Mandarin turn
+    has been replayed with it yet (decision 0006; figures: docs/benchmarks.md)."""
+    words_complete_logp: float = -0.2
+    """The head's log P(end) at which the words vote 'finished' (+1): 5 % of the held-out
+    English texts that go on score above it, the issue's false cut-off budget (decision 0053)..."""
+    words_incomplete_logp: float = -1.8
+    """...and at which they vote 'unfinished' (-1), linear in between: 5 % of the held-out
+    whole English questions score below it, so the long wait seldom holds a finished one."""
     smart_turn: bool = False
     """Score the audio with Smart Turn v3.2 too, once a pause lasts 0.2 s (the
     ``smart-turn`` extra).  Off: trained on human prosody, it does not separate finished

@@ -53,6 +53,12 @@ SMART_TURN_ONNX = Pin("smart-turn-v3.2-cpu.onnx",
                       "2bb026316b14a660486a75b1733cd3fbab8c2fd0314dc9af7be49f8cca967e4f", 8_679_182)
 """``pipecat-ai==1.14.0``: Smart Turn v3.2 (CPU), BSD-2-Clause."""
 
+END_OF_TURN_HEAD = Pin("end_of_turn_head.json",
+                       "c09354008baf9f4287413d45283ab65816a8d86f61a0408f37f68bd08bb99f1c", 262_406)
+"""Ours (``app/turns``): the end-of-turn head trained on SmolLM2-135M's hidden states by
+``python -m devtools.turns_train`` (decision 0053); the weights are derived from SmolLM2
+(Apache-2.0)."""
+
 
 def sha256_file(path: Path) -> str:
     """The file's SHA-256, read in 1 MiB chunks (a model never sits in memory twice)."""

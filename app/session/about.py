@@ -35,6 +35,8 @@ COMPONENTS: tuple[tuple[str, str, str | None], ...] = (
 MODEL_LICENCES: tuple[tuple[str, str, str], ...] = (
     ("Whisper tiny.en (speech recognition)", "OpenAI", "MIT"),
     ("SmolLM2-135M-Instruct (end of turn, local answers)", "Hugging Face", "Apache-2.0"),
+    ("End-of-turn head on SmolLM2's hidden state (ours, derived from SmolLM2)", "Interview Copilot",
+     "Apache-2.0"),
     ("Smart Turn v3.2 (end of turn, optional)", "Daily (pipecat)", "BSD-2-Clause"),
     ("PP-OCRv6 small detection and recognition (screen reading; ONNX by RapidOCR)", "PaddleOCR (Baidu)",
      "Apache-2.0"),

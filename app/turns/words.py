@@ -6,7 +6,9 @@ after a finished question and low after one cut mid-sentence (LiveKit's turn det
 this idea, fine-tuned).  The opening is the one the model's own chat template writes
 (:data:`PROMPT`), system message included: it is what the model saw in training.  The
 transcript is lower-cased and its final punctuation dropped, as a small recogniser's case
-and punctuation are guesses, not signals. Design notes: decision 0039.
+and punctuation are guesses, not signals.  The verdict is the trained head's
+(:mod:`app.turns.head`), read off the same eval's logits: the zero-shot probability
+false-cut a third of the pauses inside questions.  Design notes: decisions 0039 and 0053.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ import numpy as np
 from app.platform.bundled import cpu_problem, llama_cpp_installed, quiet_llama_logs, verified_bundled_model
 from app.platform.cores import WORDS_THREADS, spare_words_threads
 from app.platform.pinned import IntegrityError
+from app.turns.head import EndOfTurnHead, load_head
 
 log = logging.getLogger(__name__)
 
@@ -56,6 +59,13 @@ _PROBE_WORDS = (" failed", " led", " learned", " disagreed", " helped", " decide
 def prepare(text: str) -> str:
     """The transcript as the model sees it: lower case, no final punctuation."""
     return _FINAL_PUNCT.sub("", text.strip().lower())
+
+
+def model_tokens(llm: Any, prompt: list[int], text: str) -> list[int]:
+    """What the model evaluates for a prepared transcript: the prompt, then the
+    transcript's tokens (a long turn's end, where it would not fit)."""
+    words: list[int] = llm.tokenize(text.encode(), add_bos=False, special=False)
+    return prompt + words[-(_N_CTX - 1 - len(prompt)):]
 
 
 class SpareCore:
@@ -122,12 +132,14 @@ class WordsScorer:
     """log P(end of turn | words so far).  Thread-safe (one call at a time)."""
 
     def __init__(self, model_path: Path | None = None, threads: int = WORDS_THREADS, *,
-                 prompt: str = PROMPT, spare_threads: int | None = None) -> None:
+                 prompt: str = PROMPT, spare_threads: int | None = None, head: bool = True) -> None:
         """``prompt``: what precedes the transcript (the benchmark measures others);
         ``spare_threads``: threads for a verdict the recogniser waits for (None:
-        :func:`spare_words_threads`; no more than ``threads``: never borrow)."""
+        :func:`spare_words_threads`; no more than ``threads``: never borrow); ``head``:
+        the trained head's verdict (:mod:`app.turns.head`), else the zero-shot one."""
         try:
             path = model_path or verified_bundled_model()  # the weights its thresholds were measured on
+            self._head: EndOfTurnHead | None = load_head() if head else None
         except IntegrityError as exc:
             raise WordsUnavailable(f"the end-of-turn model was not loaded: {exc}") from exc
         if path is None or not llama_cpp_installed():
@@ -153,6 +165,9 @@ class WordsScorer:
         if len(end) != 1:
             raise WordsUnavailable(f"{END_TOKEN} is not one token in {path.name}")
         self._end_id = end[0]
+        if self._head is not None and (prompt != self._head.prompt
+                                       or len(self._head.logit_weights) != self._llm.n_vocab()):
+            raise WordsUnavailable("the end-of-turn head was trained after another prompt or vocabulary")
         self._logits_ith: Any = llama_get_logits_ith
         self._set_threads: Any = llama_set_n_threads
         self._lock = threading.Lock()
@@ -167,8 +182,9 @@ class WordsScorer:
         """Model evaluations (cache hits excluded)."""
 
     def log_p_end(self, text: str, *, spare_core: bool = False) -> float:
-        """Natural log of P(``<|im_end|>``) right after ``text``: ~-2 for a finished
-        question, ~-20 for one cut mid-sentence.  ``spare_core``: the recogniser waits for
+        """Natural log of P(the turn is over) right after ``text``: the trained head's
+        (near 0 for a whole question, below -3 for one cut mid-sentence), or without it the
+        zero-shot P(``<|im_end|>``) (~-2 and ~-20).  ``spare_core``: the recogniser waits for
         this verdict, so its core may be borrowed (the score is the same either way)."""
         key = prepare(text)
         with self._lock:
@@ -205,8 +221,7 @@ class WordsScorer:
             return False
 
     def _evaluate(self, text: str, threads: int) -> float:
-        words = self._llm.tokenize(text.encode(), add_bos=False, special=False)
-        tokens = self._prompt + words[-(_N_CTX - 1 - len(self._prompt)):]  # a long turn's end
+        tokens = model_tokens(self._llm, self._prompt, text)
         kept = self._reuse_cache(tokens[:-1])
         elapsed_ms = self._eval(tokens[kept:], threads)
         if threads != self._threads and self.spare is not None:
@@ -217,7 +232,8 @@ class WordsScorer:
         logits = np.ctypeslib.as_array(last, shape=(llm.n_vocab(),)).astype(np.float64)
         top = float(logits.max())
         log_norm = top + float(np.log(np.exp(logits - top).sum()))
-        return float(logits[self._end_id] - log_norm)
+        zero_shot = float(logits[self._end_id] - log_norm)
+        return zero_shot if self._head is None else self._head.log_p_end(logits, zero_shot)
 
     def _eval(self, tokens: list[int], threads: int) -> float:
         """Evaluate ``tokens`` after the model's cached ones on ``threads``; milliseconds."""

@@ -8,7 +8,10 @@ from app.turns.endpointer import Decision, Endpoint, Endpointer, Speculate
 from app.turns.policy import Evidence, TextCues, decide
 from tests.turns.test_policy import speak_until
 
-CFG = TurnConfig()
+SCALE = {"words_complete_logp": -10.0, "words_incomplete_logp": -16.0}
+"""The policy's arithmetic on the scale its numbers here were written on (zero-shot log P:
+-4 finished, -20 cut); the shipped thresholds meet the trained head in tests/turns/test_head.py."""
+CFG = TurnConfig(**SCALE)
 QUESTION = "What is the difference between TCP and UDP?"
 UNSURE = -14.5
 """A log P(end) the words model gives a finished question it doubts (between

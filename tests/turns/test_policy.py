@@ -6,7 +6,10 @@ from app.core.config import TurnConfig
 from app.turns.endpointer import Endpoint, Endpointer, Speculate
 from app.turns.policy import Evidence, TextCues, decide
 
-CFG = TurnConfig()
+SCALE = {"words_complete_logp": -10.0, "words_incomplete_logp": -16.0}
+"""The policy's arithmetic on the scale its numbers here were written on (zero-shot log P:
+-4 finished, -20 cut); the shipped thresholds meet the trained head in tests/turns/test_head.py."""
+CFG = TurnConfig(**SCALE)
 
 
 def test_confident_complete_ends_after_a_short_silence() -> None:

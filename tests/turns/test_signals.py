@@ -81,12 +81,15 @@ def test_finished_questions_score_higher_than_the_same_questions_cut(words: Word
     full = [words.log_p_end(q) for q in QUESTIONS]
     part = [words.log_p_end(cut(q)) for q in QUESTIONS]
     assert sum(f > p for f, p in zip(full, part, strict=True)) >= 6, (full, part)
-    assert statistics.median(full) - statistics.median(part) >= 5.0, (full, part)
-    cfg = TurnConfig()
+    cfg = TurnConfig()  # medians apart by more than the span the words' vote is drawn over
+    span = cfg.words_complete_logp - cfg.words_incomplete_logp
+    assert statistics.median(full) - statistics.median(part) >= span, (full, part)
     finished = [decide(cfg, TextCues(), Evidence(words_logp=v)).verdict for v in full]
     unfinished = [decide(cfg, TextCues(), Evidence(words_logp=v)).verdict for v in part]
     assert finished.count("complete") >= 5, finished
-    assert unfinished.count("complete") <= 1, unfinished
+    # two of the cuts are whole questions as they stand: "How do you handle disagreements",
+    # "Can you walk me through your approach"
+    assert unfinished.count("complete") <= 2, unfinished
 
 
 def test_scores_are_cached_per_transcript_and_the_shared_prefix_changes_nothing(words: WordsScorer) -> None:
