@@ -216,10 +216,14 @@ class WhisperDecoder:
         if recheck is not None and recheck_beam > beam and text and recheck(text):
             result, tokens, text = self._generate(encoded, prompt, max_length, tokenizer, language,
                                                   beam=recheck_beam)
-        said = self._last_word(encoded, len(samples), tokenizer, tokens) if last_word else None
+        # a loop says its words twice: the near-miss is mended, the last word read, in what is shown
+        shown = cut_repetition(text)  # (a loop's second copy would end where the audio does)
+        said = None
+        if last_word:
+            aligned = tokens if shown == text else tokenizer.encode(" " + shown)
+            said = self._last_word(encoded, len(samples), tokenizer, aligned)
         searched, mending = "", time.perf_counter()
         if mend and language == "en" and terms and text:
-            shown = cut_repetition(text)  # a loop says the near-miss twice: mend what is shown
             mended = self._mended(encoded, frames, tokenizer, shown)
             if mended != shown:
                 searched, text = text, mended
