@@ -271,7 +271,12 @@ def _run_module(module: str, args: list[str]) -> str | None:
     spec = importlib.util.find_spec(module)
     if spec is None or spec.origin is None:
         return f"no module named {module}"
-    source = Path(spec.origin).read_text(encoding="utf-8")
+    origin = Path(spec.origin)
+    if spec.submodule_search_locations is not None:  # a package runs its __main__.py
+        origin = origin.with_name("__main__.py")
+        if not origin.is_file():
+            return f"{module} cannot be run with python -m"
+    source = origin.read_text(encoding="utf-8")
     if 'if __name__ == "__main__":' not in source:
         return f"{module} cannot be run with python -m"
     if "ArgumentParser(" not in source:
