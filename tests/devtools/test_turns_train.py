@@ -84,6 +84,9 @@ def test_the_texts_are_the_same_each_run() -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.skipif(not os.environ.get("IC_REBUILD_HEAD"),
+                    reason="25 min on 2 cores, and llama.cpp's sums differ from one CPU's SIMD to "
+                           "another's: run with IC_REBUILD_HEAD=1 on the machine that trained it")
 def test_training_rebuilds_the_shipped_weights_byte_for_byte(tmp_path: Path) -> None:
     pytest.importorskip("llama_cpp")
     env = {**os.environ, "PYTHONPATH": str(REPO)}
