@@ -8,6 +8,7 @@ import stat
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -25,14 +26,21 @@ def listen(args: list[str], home: Path) -> subprocess.CompletedProcess[str]:
                           capture_output=True, text=True, timeout=300, env=env_for(home))
 
 
-def test_two_captures_are_one_question_answered_and_saved(tmp_path: Path) -> None:
+def _ask_problem_and_editor(tmp_path: Path, answer_tokens: int) -> tuple[Path, Path, Any, list[Any]]:
+    """Two captures (a problem, a dark editor) asked headless: the images, the run, and the
+    answer requests the server saw (warm-ups left out)."""
     problem = render("problem").save(tmp_path / "problem.png")
     editor = render("editor", theme="dark").save(tmp_path / "editor.png")
-    with FakeServer(Profile(answer_tokens=8), api_key="sk-test-1") as server:
+    with FakeServer(Profile(answer_tokens=answer_tokens), api_key="sk-test-1") as server:
         out = listen(["--question-image", str(problem), "--question-image", str(editor), "--base-url",
                       server.start(), "--api-key", "sk-test-1", "--model", "gpt-4o-mini"], tmp_path)
         asked = [r.body for r in server.requests("/v1/chat/completions")
                  if isinstance(r.body, dict) and int(r.body.get("max_tokens") or 0) > 1]
+    return problem, editor, out, asked
+
+
+def test_two_captures_are_one_question_answered_and_saved(tmp_path: Path) -> None:
+    _, _, out, asked = _ask_problem_and_editor(tmp_path, answer_tokens=8)
     assert out.returncode == 0, out.stderr
     assert "Q (screen, 2 captures):" in out.stdout and "A: " in out.stdout
     [request] = asked
@@ -49,16 +57,10 @@ def test_two_captures_are_one_question_answered_and_saved(tmp_path: Path) -> Non
 
 
 def test_keep_images_keeps_the_captures_beside_the_session_file_and_sends_none(tmp_path: Path) -> None:
-    problem = render("problem").save(tmp_path / "problem.png")
-    editor = render("editor", theme="dark").save(tmp_path / "editor.png")
     settings = tmp_path / "config" / APP_NAME / "settings.toml"
     settings.parent.mkdir(parents=True)
     settings.write_text("[screen]\nkeep_images = true\n", encoding="utf-8")
-    with FakeServer(Profile(answer_tokens=4), api_key="sk-test-1") as server:
-        out = listen(["--question-image", str(problem), "--question-image", str(editor), "--base-url",
-                      server.start(), "--api-key", "sk-test-1", "--model", "gpt-4o-mini"], tmp_path)
-        asked = [r.body for r in server.requests("/v1/chat/completions")
-                 if isinstance(r.body, dict) and int(r.body.get("max_tokens") or 0) > 1]
+    problem, editor, out, asked = _ask_problem_and_editor(tmp_path, answer_tokens=4)
     assert out.returncode == 0, out.stderr
     assert len(asked) == 1 and not has_image(asked[0]["messages"])  # kept is not sent: send_image is off
     [log] = (tmp_path / "data").rglob("session-*.jsonl")
