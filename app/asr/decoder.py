@@ -25,7 +25,6 @@ from app.asr.model import load_model
 from app.asr.punctuation import chinese_punctuation
 from app.asr.script import ChineseScript, ScriptConverter
 from app.core.config import AsrConfig
-from app.core.events import LastWord
 from app.core.text import has_cjk, words
 
 SAMPLE_RATE = 16_000
@@ -74,9 +73,6 @@ class Hypothesis:
     mend_seconds: float = 0.0
     """Wall time the near-miss check took (part of ``seconds``): a scoring batch only when
     a span was nominated."""
-    last_word: LastWord | None = None
-    """The decoded words' last word, aligned to the audio (times into it), when the pass
-    was asked for it (``decode(last_word=True)``) and wrote one."""
 
     @property
     def words(self) -> list[str]:
@@ -183,12 +179,10 @@ class WhisperDecoder:
                previous_text: str | None = None, *, language: str | None = None,
                wanted: Callable[[], bool] | None = None,
                recheck: Callable[[str], bool] | None = None, recheck_beam: int = 5,
-               beam: int = 1, mend: bool = False, last_word: bool = False) -> Hypothesis:
+               beam: int = 1, mend: bool = False) -> Hypothesis:
         """One pass, greedy or with a ``beam``; ``language`` overrides the decoder's (e.g. the
         session's choice).  ``mend``: an English pass's near-misses of the glossary are
-        checked against the same encoding (:mod:`app.asr.near_miss`).  ``last_word``: the
-        words are aligned to the same encoding for the last one's probability and timing
-        (:meth:`_last_word`).
+        checked against the same encoding (:mod:`app.asr.near_miss`).
 
         ``wanted`` is asked once the encoder has run, about half-way through the pass:
         False raises :class:`Superseded` instead of generating words nobody will read.
@@ -216,14 +210,9 @@ class WhisperDecoder:
         if recheck is not None and recheck_beam > beam and text and recheck(text):
             result, tokens, text = self._generate(encoded, prompt, max_length, tokenizer, language,
                                                   beam=recheck_beam)
-        # a loop says its words twice: the near-miss is mended, the last word read, in what is shown
-        shown = cut_repetition(text)  # (a loop's second copy would end where the audio does)
-        said = None
-        if last_word:
-            aligned = tokens if shown == text else tokenizer.encode(" " + shown)
-            said = self._last_word(encoded, len(samples), tokenizer, aligned)
         searched, mending = "", time.perf_counter()
         if mend and language == "en" and terms and text:
+            shown = cut_repetition(text)  # a loop says the near-miss twice: mend what is shown
             mended = self._mended(encoded, frames, tokenizer, shown)
             if mended != shown:
                 searched, text = text, mended
@@ -235,7 +224,7 @@ class WhisperDecoder:
                           compression_ratio=compression_ratio(searched or text),  # the loop guard: raw
                           seconds=time.perf_counter() - started, language=language,
                           language_probability=probability, prompted=terms, searched=searched,
-                          mend_seconds=mending, last_word=said)
+                          mend_seconds=mending)
 
     def _encode(self, samples: npt.NDArray[np.generic], frames: int, *,
                 to_cpu: bool) -> ctranslate2.StorageView:
@@ -260,23 +249,6 @@ class WhisperDecoder:
         if language == "zh" and self._script is not None:
             text = chinese_punctuation(self._script.convert(text))
         return result, tokens, text
-
-    def _last_word(self, encoded: ctranslate2.StorageView, n_samples: int, tokenizer: Tokenizer,
-                   tokens: list[int]) -> LastWord | None:
-        """The last word of ``tokens`` (punctuation aside) with its probability and span:
-        faster-whisper's word alignment (one CTranslate2 ``align`` call on this encoding),
-        over the audio's own frames.  Not the padding's: the model's silence there takes
-        the end of any last word, said or not (decision 0055)."""
-        if not tokens:
-            return None
-        aligned = self._model.find_alignment(tokenizer, [tokens], encoded,
-                                             math.ceil(n_samples / HOP))[0]
-        said = [w for w in aligned if any(c.isalnum() for c in w["word"])]
-        if not said:
-            return None
-        word = said[-1]
-        return LastWord(str(word["word"]).strip(), float(word["probability"]), float(word["start"]),
-                        float(word["end"]))
 
     def _detect(self, encoded: ctranslate2.StorageView) -> tuple[str, float]:
         ranked = self._model.model.detect_language(encoded)[0]

@@ -325,17 +325,15 @@ class StreamingRecognizer:
                                             message=f"decoding failed: {exc}"))
 
     def _decode(self, audio: Samples, wanted: Callable[[], bool] | None = None, *,
-                paused: bool, last_word: bool = False) -> tuple[str, Hypothesis]:
+                paused: bool) -> tuple[str, Hypothesis]:
         """``paused``: the audio ends in the speaker's pause, so these are the words an
         answer is asked for: decoded with ``config.pause_beam`` (see ``recheck``), their
-        near-misses of the glossary mended (``config.mend_names``); ``last_word``: with the
-        last word's probability and timing (decision 0055)."""
+        near-misses of the glossary mended (``config.mend_names``)."""
         beam = self._cfg.pause_beam if paused else 1
         recheck = self._recheck if paused and self._cfg.recheck_beam > beam else None
         hyp: Hypothesis = self._decoder.decode(audio, language=self._language, wanted=wanted,
                                                recheck=recheck, recheck_beam=self._cfg.recheck_beam,
-                                               beam=beam, mend=paused and self._cfg.mend_names,
-                                               last_word=last_word)
+                                               beam=beam, mend=paused and self._cfg.mend_names)
         self.passes += 1
         self.decode_seconds += hyp.seconds
         if is_hallucination(hyp, no_speech_threshold=self._cfg.no_speech_threshold,
@@ -362,10 +360,9 @@ class StreamingRecognizer:
             return utt.passes.hears_voice(until) or not waiting
 
     def _run_partial(self, utt: _Utterance, until: float, audio: Samples) -> None:
-        paused = utt.passes.hears_pause(until)
-        try:  # the last word costs a pass ~13 %: only at a pause, whose passes decide the turn
+        try:
             text, hyp = self._decode(audio, wanted=partial(self._still_wanted, utt, until),
-                                     paused=paused, last_word=paused)
+                                     paused=utt.passes.hears_pause(until))
         except Superseded:
             return
         if not text:
@@ -386,8 +383,7 @@ class StreamingRecognizer:
         if shown is not None and not utt.passes.finalizing:
             self._hooks.on_partial(PartialEvent(t=self._clock.now(), turn=utt.number, text=shown.text,
                                           stable=shown.stable, audio_end=until, hypothesis=text,
-                                          speaker=self._speaker,
-                                          last_word=hyp.last_word and hyp.last_word.shifted(utt.start)))
+                                          speaker=self._speaker))
 
     def _run_final(self, job: _FinalJob) -> None:
         utt = job.utterance

@@ -52,23 +52,6 @@ class LevelEvent(Event):
 
 
 @dataclass(frozen=True, slots=True)
-class LastWord:
-    """A pass's last word as the recogniser aligned it to the audio: how sure it was of
-    it, and where it heard it.  What tells a word said from one the recogniser finished
-    the speaker's sentence with at a pause ("Explain the…" written "Explain them.")."""
-
-    text: str
-    probability: float
-    """The recogniser's mean probability of the word's tokens."""
-    start: float
-    end: float
-    """Audio time on the session clock (in a decoder's hypothesis: seconds into its audio)."""
-
-    def shifted(self, by: float) -> LastWord:
-        return dataclasses.replace(self, start=self.start + by, end=self.end + by)
-
-
-@dataclass(frozen=True, slots=True)
 class PartialEvent(Event):
     name: ClassVar[str] = "partial"
     turn: int
@@ -80,9 +63,6 @@ class PartialEvent(Event):
     """The newest pass verbatim: ``text`` keeps settled words for a calm caption, but a
     guess at the question (and a final reusing this pass) takes the best decoding."""
     speaker: Speaker = "interviewer"
-    last_word: LastWord | None = None
-    """The newest pass's last word, when that pass heard the pause (its passes decide the
-    turn); None for the others."""
 
 
 @dataclass(frozen=True, slots=True)

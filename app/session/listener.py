@@ -322,8 +322,7 @@ class Listener:
         text = partial.hypothesis or partial.text
         with self._lock:
             events = self._apply(self._endpointer.partial(partial.turn, text, partial.stable,
-                                                          partial.audio_end, self._audio_now,
-                                                          last_word=partial.last_word))
+                                                          partial.audio_end, self._audio_now))
             current = self._endpointer.current(partial.turn, partial.audio_end)
             if self._scoring and self._signals and partial.turn == self._endpointer.turn:
                 # the guess waits for the verdict on words that heard all the voice: it may

@@ -15,9 +15,8 @@ from typing import Protocol
 
 from app.audio.frames import FRAME_MS, TIME_TOLERANCE_S, beyond, reached
 from app.core.config import TurnConfig
-from app.core.events import EndpointReason, LastWord, SpeculateReason
+from app.core.events import EndpointReason, SpeculateReason
 from app.core.text import is_cjk, question_key, tags_of
-from app.turns.last_word import unsure_end
 from app.turns.policy import Evidence, TextCues, Wait, decide
 
 _TRAILING_PUNCT = re.compile(r"[\s\.,!;:…。，！；：、\-—]+$")
@@ -74,8 +73,6 @@ class OpenTurn:
     text: str = ""
     stable: str = ""
     partial_audio_end: float = -1.0
-    last_word: LastWord | None = None
-    """The newest partial's last word, when its pass read one (audio times)."""
     silent_audio_end: float = -1.0
     """Audio end of the newest pass that heard no words."""
     question_streak: int = 0
@@ -232,14 +229,11 @@ class Endpointer:
                 turn.heard_since_stop.clear()  # passes before this voice heard less
             turn.last_voiced_end = max(turn.last_voiced_end, t_end)
 
-    def partial(self, turn_id: int, text: str, stable: str, audio_end: float, now: float, *,
-                last_word: LastWord | None = None) -> list[Decision]:
-        """A pass heard ``text``; ``last_word``: its last word, when the pass read it."""
+    def partial(self, turn_id: int, text: str, stable: str, audio_end: float, now: float) -> list[Decision]:
         turn = self._turn
         if turn is None or turn_id != turn.id:
             return []
         turn.text, turn.stable, turn.partial_audio_end = text, stable, audio_end
-        turn.last_word = last_word
         turn.question_streak = turn.question_streak + 1 if self.question_like(text) else 0
         if turn.heard_all:
             turn.heard_since_stop.append(self.key(text))
@@ -339,8 +333,7 @@ class Endpointer:
             # partial may stop before the question word ("如果线上出了故障，" for "…怎么排查？")
             asks=(self.asks(text) if self._questions and (turn.heard_all or self.asks(text))
                   else None),
-            closed=turn.heard_all and (tag or self._closed_wh_question(text)),
-            unsure_end=unsure_end(turn.last_word, turn.last_voiced_end))
+            closed=turn.heard_all and (tag or self._closed_wh_question(text)))
 
     def asks(self, text: str) -> bool | None:
         """Do the words as said ask, punctuation aside?  A clause opening with a question

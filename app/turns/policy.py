@@ -48,9 +48,6 @@ class TextCues:
     closed: bool = False
     """The newest partial heard all the voice and its words close a question: a tag, a
     final particle, or a question word before the closing mark (什么？, 吗, 呢)."""
-    unsure_end: bool = False
-    """The recogniser's last word may not have been said (:mod:`app.turns.last_word`): the
-    words' end is its guess, so they are not called finished (decision 0055)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,9 +86,6 @@ def words_vote(cfg: TurnConfig, logp: float) -> float:
 def decide(cfg: TurnConfig, cues: TextCues, evidence: Evidence,
            learned_pause_ms: float | None = None) -> Wait:
     """The wait for this text and these signals (all times in ms of silence)."""
-    if cues.unsure_end and not cues.tag:
-        return _unsure_end(cfg, decide(cfg, replace(cues, unsure_end=False), evidence, learned_pause_ms),
-                           learned_pause_ms)
     sound = evidence.sound_p if cfg.smart_turn_weight > 0 else None
     if cues.trailing and not cues.tag:
         return _wait(cfg, "thinking", cfg.endpoint_thinking_silence_ms, None)
@@ -140,26 +134,9 @@ def decide(cfg: TurnConfig, cues: TextCues, evidence: Evidence,
             # and every pass since the voice stopped heard the question whose answer is
             # held: the interviewer's earlier pauses do not stretch the wait
             return _wait(cfg, "uncertain", min(middle, float(cfg.endpoint_confirmed_ms)), score)
-    return _wait(cfg, "uncertain", _stretched(cfg, middle, learned_pause_ms), score)
-
-
-def _unsure_end(cfg: TurnConfig, wait: Wait, learned_pause_ms: float | None) -> Wait:
-    """``wait`` for words whose last one the recogniser may have made up: never finished,
-    nor shorter than the middle wait ("Explain them." may be "Explain the…"); the guess
-    waits as for unsure words, and none leaves ahead of the pass.  Waits that expect more
-    words already (incomplete, thinking) stay."""
-    if wait.verdict in ("incomplete", "thinking"):
-        return wait
-    endpoint = max(wait.endpoint_ms, _stretched(cfg, float(cfg.endpoint_uncertain_ms), learned_pause_ms))
-    speculate = min(endpoint, max(wait.speculate_ms, float(cfg.speculate_unsure_ms)))
-    return Wait("uncertain", endpoint, speculate, wait.score)
-
-
-def _stretched(cfg: TurnConfig, middle: float, learned_pause_ms: float | None) -> float:
-    """The middle wait, stretched to the interviewer's own longer pauses when learnt."""
-    if learned_pause_ms is None:
-        return middle
-    return max(middle, min(LEARNED_PAUSE_FACTOR * learned_pause_ms, cfg.endpoint_incomplete_ms))
+    if learned_pause_ms is not None:
+        middle = max(middle, min(LEARNED_PAUSE_FACTOR * learned_pause_ms, cfg.endpoint_incomplete_ms))
+    return _wait(cfg, "uncertain", middle, score)
 
 
 def _pause_ms(cfg: TurnConfig) -> float:

@@ -39,8 +39,7 @@ class _SlowDecoder:
 
     def decode(self, audio: Any, previous_text: str | None = None, *, language: str | None = None,
                wanted: Callable[[], bool] | None = None, recheck: Callable[[str], bool] | None = None,
-               recheck_beam: int = 5, beam: int = 1, mend: bool = False,
-               last_word: bool = False) -> Hypothesis:
+               recheck_beam: int = 5, beam: int = 1, mend: bool = False) -> Hypothesis:
         start = time.monotonic()
         time.sleep(self.seconds)
         with self.done:

@@ -68,24 +68,20 @@ class _SpyDecoder:
         self.rechecked: list[bool] = []
         self.beams: list[int] = []
         self.mended: list[bool] = []
-        self.last_words: list[bool] = []
 
     def decode(self, audio: Any, previous_text: str | None = None, *, language: str | None = None,
                wanted: Callable[[], bool] | None = None, recheck: Callable[[str], bool] | None = None,
-               recheck_beam: int = 5, beam: int = 1, mend: bool = False,
-               last_word: bool = False) -> Hypothesis:
+               recheck_beam: int = 5, beam: int = 1, mend: bool = False) -> Hypothesis:
         self.entered.set()
         assert self.release.wait(NEVER_S)
         self.heard.append(len(audio))
         self.rechecked.append(recheck is not None)
         self.beams.append(beam)
         self.mended.append(mend)
-        self.last_words.append(last_word)
         if wanted is not None:
             self.answers.append(wanted())
         hyp = self._real.decode(audio, language=None if self._detected else language, wanted=wanted,
-                                recheck=recheck, recheck_beam=recheck_beam, beam=beam, mend=mend,
-                                last_word=last_word)
+                                recheck=recheck, recheck_beam=recheck_beam, beam=beam, mend=mend)
         return dataclasses.replace(hyp, language=self._detected, language_probability=0.9) \
             if self._detected else hyp
 
@@ -340,22 +336,6 @@ def test_only_a_pass_over_a_pause_rechecks_its_words(decoder: WhisperDecoder) ->
     spy = _SpyDecoder(decoder)
     _passes_at_pause(spy, 3, guess_hangover_s=0.03, recheck=_always)
     assert spy.rechecked == [True]  # the guess's pass, which is the final
-
-
-def test_only_a_pass_over_a_pause_reads_its_last_word_and_its_partial_carries_it(
-        decoder: WhisperDecoder) -> None:
-    """The pause's passes decide the turn, so they align their words for the last one's
-    probability and span (decision 0055); a caption while the voice goes on does not pay
-    for it.  The partial carries the word on the session's audio clock."""
-    talking, _ = _run(decoder, speaker_pauses=False)
-    assert talking.last_words and not any(talking.last_words)
-    spy = _SpyDecoder(decoder)
-    _, _, partials = _passes_at_pause(spy, 3, guess_hangover_s=0.03)
-    assert spy.last_words == [True] and len(partials) == 1
-    word = partials[0].last_word
-    assert word is not None and word.text.lower() in partials[0].hypothesis.lower()
-    assert 0.0 <= word.start < word.end <= partials[0].audio_end + 1e-6
-    assert 0.0 < word.probability <= 1.0
 
 
 def test_the_words_an_answer_is_asked_for_are_decoded_with_a_beam(decoder: WhisperDecoder) -> None:

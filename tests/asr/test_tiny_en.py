@@ -11,10 +11,8 @@ from app.asr.errors import ModelError
 from app.asr.guards import is_hallucination
 from app.asr.loops import cut_repetition
 from app.asr.stabilizer import LocalAgreement
-from app.core.text import words
-from app.turns.last_word import MIN_SAID_S
 from devtools.bench.corpus import wer
-from tests.speech import read_wav, speech_bounds, synth
+from tests.speech import read_wav, synth
 
 QUESTIONS = ("What is the difference between a process and a thread?",
              "Tell me about a time you disagreed with your manager.",
@@ -48,27 +46,6 @@ def test_words_the_caller_doubts_are_decoded_again_with_a_beam(decoder: WhisperD
     assert asked == [greedy.text]  # asked about the greedy words, once
     assert "limiter" in rechecked.text.lower() and "limit or" not in rechecked.text
     assert decoder.decode(audio, recheck=lambda text: False).text == greedy.text
-
-
-def test_a_pass_reads_its_last_word_where_the_voice_said_it(decoder: WhisperDecoder) -> None:
-    """The last word's probability and span come from aligning the pass's own words to its
-    audio (decision 0055): the word is the text's last, and a question said to its end has
-    it inside the voice, not in the silence after it (where a word is not said).  A clause
-    cut mid-sentence carries its last word too, whatever the recogniser made of it."""
-    for text, tail in (("Why are you interested in this role?", 0.03), ("Tell me about", 0.03),
-                       ("How does garbage collection work in Java?", 0.09)):
-        path = synth(text, tail_s=tail)
-        audio = read_wav(path)
-        hyp = decoder.decode(audio, last_word=True)
-        said = hyp.last_word
-        assert said is not None and hyp.text, text
-        assert words(said.text) == words(hyp.text)[-1:], (said, hyp.text)
-        assert 0.0 <= said.start < said.end <= len(audio) / 16_000 + 1e-6
-        assert 0.0 < said.probability <= 1.0
-        if text.endswith("?"):
-            _, voice_end = speech_bounds(path)
-            assert voice_end - said.start >= MIN_SAID_S, (said, voice_end)
-    assert decoder.decode(audio).last_word is None  # not asked: not aligned
 
 
 def test_silence_gives_no_transcript(decoder: WhisperDecoder) -> None:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from app.core.config import TurnConfig
-from app.core.events import LastWord
 from app.turns.endpointer import Endpoint, Endpointer, Speculate
 from app.turns.policy import Evidence, TextCues, decide
 
@@ -305,68 +304,3 @@ def test_only_finished_words_may_be_guessed_before_a_pass_heard_the_pause() -> N
     assert decide(CFG, TextCues(trailing=True), Evidence(words_logp=finished)).ahead_ms is None
     assert decide(CFG, twice, Evidence(words_pending=True)).ahead_ms is None
     assert decide(CFG, TextCues(question=True, question_streak=1), Evidence()).ahead_ms is None
-
-
-# --- an unsure last word (decision 0055) -------------------------------------------------------
-
-
-def test_an_unsure_last_word_is_never_called_finished_and_its_guess_waits() -> None:
-    # "Explain them.": the words model and the question form would call it finished
-    for evidence in (Evidence(words_logp=-4.0), Evidence(words_logp=-4.0, guess_confirmed=True),
-                     Evidence(words_logp=-11.5)):
-        sure = decide(CFG, TextCues(asks=True), evidence)
-        unsure = decide(CFG, TextCues(asks=True, unsure_end=True), evidence)
-        assert unsure.verdict == "uncertain"
-        assert unsure.endpoint_ms == CFG.endpoint_uncertain_ms > CFG.endpoint_complete_ms
-        assert unsure.endpoint_ms >= sure.endpoint_ms
-        assert unsure.speculate_ms >= CFG.speculate_unsure_ms > CFG.speculate_finished_ms
-        assert unsure.ahead_ms is None  # no guess ahead of the pass on words it may not have said
-    # the rules alone ("?" pass after pass) do not close it either
-    streak = TextCues(question=True, question_streak=2, unsure_end=True)
-    assert decide(CFG, streak, Evidence()).verdict == "uncertain"
-    assert decide(CFG, streak, Evidence()).endpoint_ms == CFG.endpoint_uncertain_ms
-
-
-def test_an_unsure_last_word_keeps_the_longer_waits_and_the_speakers_own_pauses() -> None:
-    unsure = TextCues(asks=True, unsure_end=True)
-    called = decide(CFG, unsure, Evidence(words_logp=-20.0))
-    assert (called.verdict, called.endpoint_ms) == ("incomplete", CFG.endpoint_incomplete_ms)
-    thinking = decide(CFG, TextCues(trailing=True, unsure_end=True), Evidence(words_logp=-4.0))
-    assert thinking.verdict == "thinking"
-    assert decide(CFG, unsure, Evidence(words_logp=-4.0), learned_pause_ms=800).endpoint_ms == 1000
-
-
-def test_a_tag_or_final_particle_closes_a_turn_whatever_the_last_words_probability() -> None:
-    # "…, right?" said low: the tag is the words' own end, not the recogniser's guess
-    tagged = decide(CFG, TextCues(tag=True, asks=True, unsure_end=True), Evidence(words_logp=-4.0))
-    assert tagged == decide(CFG, TextCues(tag=True, asks=True), Evidence(words_logp=-4.0))
-    assert tagged.verdict == "complete"
-
-
-def test_the_endpointer_reads_the_partials_last_word_against_the_voice() -> None:
-    text = "Could you explain them?"
-    doubted = LastWord("them", 0.31, 1.78, 2.02)  # the recogniser's doubt: "the" finished for them
-    said_late = LastWord("them", 0.97, 1.99, 2.02)  # sure, but begun as the voice stopped
-    for last in (doubted, said_late):
-        ep = started()
-        speak_until(ep, 2.0)
-        assert ep.partial(1, text, "", 2.03, 2.06, last_word=last) == []
-        out = ep.end_of_turn_scores(1, text, 2.03, 2.1, words_logp=-4.0)  # called finished
-        assert not any(isinstance(d, Endpoint) for d in out + ep.tick(2.25) + ep.tick(2.55))
-        assert any(isinstance(d, Endpoint) for d in ep.tick(2.6))  # the middle wait, 600 ms
-    # the same words with a sure last word said inside the voice end at 250 ms
-    ep = started()
-    speak_until(ep, 2.0)
-    ep.partial(1, text, "", 2.03, 2.06, last_word=LastWord("them", 0.97, 1.78, 2.02))
-    ep.end_of_turn_scores(1, text, 2.03, 2.1, words_logp=-4.0)
-    assert any(isinstance(d, Endpoint) for d in ep.tick(2.25))
-
-
-def test_a_newer_partial_without_a_last_word_clears_the_cue() -> None:
-    ep = started()
-    speak_until(ep, 2.0)
-    text = "Could you explain them?"
-    ep.partial(1, text, "", 2.03, 2.06, last_word=LastWord("them", 0.2, 1.78, 2.02))
-    ep.partial(1, text, "", 2.09, 2.12)  # a pass that read no last word: no cue
-    ep.end_of_turn_scores(1, text, 2.09, 2.15, words_logp=-4.0)
-    assert any(isinstance(d, Endpoint) for d in ep.tick(2.25))
