@@ -17,7 +17,7 @@ from tests.speech import read_wav, speech_bounds
 
 RATE = 16_000
 LOUD = round(32768 * 10 ** (-50 / 20))
-"""-50 dBFS: the check looks above it, the trim keeps everything above -60 dBFS."""
+"""-50 dBFS: clearly speech."""
 
 
 def _tone(text: str) -> npt.NDArray[np.float64]:
@@ -63,12 +63,11 @@ def test_real_speech_starts_and_ends_and_pauses_where_the_manifest_says(tmp_path
                               partial(speak, voice=voice))])
     clip, = load_corpus(tmp_path)
     samples = np.abs(read_wav(clip.path).astype(np.int32))
-    start, end = speech_bounds(clip.path, LOUD)
-    # within 20 ms: the trim keeps everything above -60 dBFS, the check looks above -50
-    assert abs(start - clip.speech_start_s) < 0.02 and abs(end - clip.speech_end_s) < 0.02
+    start, end = speech_bounds(clip.path, 0)  # the first and last sample that is not silence
+    assert abs(start - clip.speech_start_s) < 0.001 and abs(end - clip.speech_end_s) < 0.001
     assert [length for _, length in clip.pauses] == [0.6, 1.1]
     for pause_start, length in clip.pauses:
         first, last = round(pause_start * RATE), round((pause_start + length) * RATE)
-        assert samples[first + 80:last - 80].max() < LOUD  # silent, 5 ms in from each edge
+        assert samples[first + 16:last - 16].max() == 0  # silence, 1 ms in (the manifest is to the ms)
         assert samples[first - 800:first].max() > LOUD  # speech in the 50 ms before it
         assert samples[last:last + 800].max() > LOUD  # and in the 50 ms after it
