@@ -29,13 +29,15 @@ from __future__ import annotations
 
 import argparse
 import json
+from functools import partial
 from pathlib import Path
 
 import numpy as np
 
 from app.audio.frames import SAMPLE_RATE
 from devtools.bench.corpus import read_audio
-from devtools.bench.synth import at_peak, pink_noise, speak, write_wav
+from devtools.bench.pause_set import Audio, Clip, write_set
+from devtools.bench.synth import pink_noise, speak, write_wav
 
 QUESTIONS: tuple[tuple[tuple[str, ...], str], ...] = (
     (("What made you choose software engineering as a career?",), "flite:slt"),
@@ -68,38 +70,19 @@ QUESTIONS: tuple[tuple[tuple[str, ...], str], ...] = (
     (("How do you handle a production incident at night?",), "flite:slt"),
     (("What questions do you ask before starting a new feature?",), "espeak:en-gb-x-gbcwmd+f1"),
 )
-LEAD_S, TAIL_S, PAUSE_S = 0.6, 2.5, 0.5
-"""As the dev corpora: 0.6 s before the speech, 2.5 s after; 0.5 s inside a question
-that goes on (within the dev-traps range of 0.4-0.7 s)."""
+PAUSE_S = 0.5
+"""Inside a question that goes on (within the dev-traps range of 0.4-0.7 s)."""
 
 
 def build(out: Path, noise_dbfs: float | None = None, *, pauses_within: bool = True) -> None:
     """``pauses_within`` False: a question in several parts is said in one breath."""
-    out.mkdir(parents=True, exist_ok=True)
-    manifest = []
-    for number, (said_in, voice) in enumerate(QUESTIONS, 1):
-        parts = said_in if pauses_within else (" ".join(said_in),)
-        pieces: list[np.ndarray] = [np.zeros(round(LEAD_S * SAMPLE_RATE))]
-        pauses: list[list[float]] = []
-        t = LEAD_S
-        for index, part in enumerate(parts):
-            if index:
-                pauses.append([round(t, 3), PAUSE_S])
-                pieces.append(np.zeros(round(PAUSE_S * SAMPLE_RATE)))
-                t += PAUSE_S
-            said = speak(part, voice)
-            pieces.append(at_peak(said))
-            t += len(said) / SAMPLE_RATE
-        pieces.append(np.zeros(round(TAIL_S * SAMPLE_RATE)))
-        audio = np.concatenate(pieces)
-        if noise_dbfs is not None:
-            audio = _with_room_tone(audio, noise_dbfs, seed=number)
-        name = f"q{number:02d}.wav"
-        write_wav(out / name, audio)
-        manifest.append({"file": name, "text": " ".join(parts), "voice": voice, "speech_start_s": LEAD_S,
-                         "speech_end_s": round(t, 3), "pauses": pauses})
-    (out / "manifest.json").write_text(json.dumps(manifest, indent=1), encoding="utf-8")
-    print(f"{len(manifest)} clips written to {out}")
+    clips = []
+    for said_in, voice in QUESTIONS:
+        texts = said_in if pauses_within else (" ".join(said_in),)
+        parts = [piece for text in texts for piece in (PAUSE_S, text)][1:]
+        clips.append(Clip(parts, voice, partial(speak, voice=voice)))
+    room = None if noise_dbfs is None else partial(_with_room_tone, noise_dbfs=noise_dbfs)
+    write_set(out, clips, room=room)
 
 
 def over_room_tone(source: Path, out: Path, noise_dbfs: float) -> None:
@@ -109,12 +92,12 @@ def over_room_tone(source: Path, out: Path, noise_dbfs: float) -> None:
     manifest = json.loads((source / "manifest.json").read_text(encoding="utf-8"))
     for number, clip in enumerate(manifest, 1):
         audio = read_audio(source / clip["file"]).astype(np.float64)
-        write_wav(out / clip["file"], _with_room_tone(audio, noise_dbfs, seed=100 + number))
+        write_wav(out / clip["file"], _with_room_tone(audio, 100 + number, noise_dbfs))
     (out / "manifest.json").write_text(json.dumps(manifest, ensure_ascii=False, indent=1), encoding="utf-8")
     print(f"{len(manifest)} clips of {source} over room tone written to {out}")
 
 
-def _with_room_tone(audio: np.ndarray, noise_dbfs: float, seed: int) -> np.ndarray:
+def _with_room_tone(audio: Audio, seed: int, noise_dbfs: float) -> Audio:
     return audio + pink_noise(len(audio) / SAMPLE_RATE + 1, noise_dbfs, seed=seed)[: len(audio)]
 
 

@@ -19,13 +19,11 @@ Measure on it; never tune on it.
 from __future__ import annotations
 
 import argparse
-import json
+from collections.abc import Callable
 from pathlib import Path
 
-import numpy as np
-
-from app.audio.frames import SAMPLE_RATE
-from devtools.bench.synth import at_peak, speak, write_wav
+from devtools.bench.pause_set import Audio, Clip, write_set
+from devtools.bench.synth import speak
 
 VOICES = tuple(f"espeak:cmn-latn-pinyin{variant}" for variant in ("", "+f3", "+m3", "+f2", "+m1"))
 RATES = (250, 230, 270, 240, 260)
@@ -65,9 +63,6 @@ QUESTIONS: tuple[tuple[str | float, ...], ...] = (
 )
 """Each question: its parts, with the pause (s) between them; the whole text is the parts
 joined.  Pauses of 0.5-1.1 s, as in ``dev-pauses``."""
-LEAD_S, TAIL_S = 0.6, 2.5
-"""As the dev corpora: 0.6 s before the speech, 2.5 s after."""
-
 
 _PUNCTUATION = str.maketrans({"，": ", ", "、": ", ", "？": "? ", "。": ". ", "！": "! "})
 
@@ -85,30 +80,15 @@ def pinyin(text: str) -> str:
 
 
 def build(out: Path) -> None:
-    out.mkdir(parents=True, exist_ok=True)
-    manifest = []
-    for number, parts in enumerate(QUESTIONS, 1):
-        voice, rate = VOICES[(number - 1) % len(VOICES)], RATES[(number - 1) % len(RATES)]
-        pieces: list[np.ndarray] = [np.zeros(round(LEAD_S * SAMPLE_RATE))]
-        pauses: list[list[float]] = []
-        t = LEAD_S
-        for part in parts:
-            if isinstance(part, float):
-                pauses.append([round(t, 3), part])
-                pieces.append(np.zeros(round(part * SAMPLE_RATE)))
-                t += part
-                continue
-            said = speak(pinyin(part), voice, rate)
-            pieces.append(at_peak(said))
-            t += len(said) / SAMPLE_RATE
-        pieces.append(np.zeros(round(TAIL_S * SAMPLE_RATE)))
-        name = f"q{number:02d}.wav"
-        write_wav(out / name, np.concatenate(pieces))
-        text = "".join(p for p in parts if isinstance(p, str))
-        manifest.append({"file": name, "text": text, "voice": f"{voice}@{rate}", "speech_start_s": LEAD_S,
-                         "speech_end_s": round(t, 3), "pauses": pauses})
-    (out / "manifest.json").write_text(json.dumps(manifest, ensure_ascii=False, indent=1), encoding="utf-8")
-    print(f"{len(manifest)} clips written to {out}")
+    clips = []
+    for number, parts in enumerate(QUESTIONS):
+        voice, rate = VOICES[number % len(VOICES)], RATES[number % len(RATES)]
+        clips.append(Clip(parts, f"{voice}@{rate}", _in_pinyin(voice, rate)))
+    write_set(out, clips, joiner="")
+
+
+def _in_pinyin(voice: str, rate: int) -> Callable[[str], Audio]:
+    return lambda text: speak(pinyin(text), voice, rate)
 
 
 def main() -> None:
