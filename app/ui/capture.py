@@ -6,7 +6,8 @@ wallpaper), then grabs each display through ScreenCaptureKit (:mod:`app.ui.captu
 Each screen gets a frameless overlay showing its frozen picture, dimmed, with the dragged
 region lit; Escape cancels. The region is cut from the grab in device pixels
 (:func:`app.ui.region.device_crop`), so a 2x screen gives its full detail. "Again" cuts
-the last region from fresh grabs, without the overlay (a problem that scrolls). Wayland
+the last region from fresh grabs, without the overlay (a problem that scrolls), and without
+hiding our window when it lies outside that region. Wayland
 (and XWayland) gives no client the screen: there the desktop's screenshot portal
 (:mod:`app.ui.portal`) shows its own picker, and its picture is the capture, with no
 overlay ("again" asks the portal again). A capture that is all one colour is named with
@@ -31,7 +32,8 @@ from app.screen.picture import Image, check_not_one_colour
 from app.ui.region import Crop, Rect, ScreenGeometry, device_crop
 
 HIDE_MS = 200
-"""Time for the compositor to take our hidden window off the screen before the grab."""
+"""Time for the compositor to take our hidden window off the screen before the grab (not
+waited where "again" cuts a region our window is outside of)."""
 
 
 class Screenshot(Protocol):
@@ -190,13 +192,24 @@ class RegionCapture(QObject):
         if problem is not None:
             self._fail(problem)
             return
-        self._window.hide()
         desktop = self._desktop
+        again = again and self.last_region is not None
+        if desktop is None and again and not self._in_picture(self.last_region):
+            self._frozen(again)  # our window is not in the region: nothing to wait for
+            return
+        self._window.hide()
         if desktop is not None:
             self._asking = True
             QTimer.singleShot(HIDE_MS, lambda: self._ask(desktop))
             return
-        QTimer.singleShot(HIDE_MS, lambda: self._frozen(again and self.last_region is not None))
+        QTimer.singleShot(HIDE_MS, lambda: self._frozen(again))
+
+    def _in_picture(self, region: Rect | None) -> bool:
+        """Whether our window shows inside ``region`` (desktop coordinates) of the screen."""
+        if region is None or not self._window.isVisible() or self._window.isMinimized():
+            return False
+        frame = self._window.frameGeometry()
+        return region.intersect(Rect(frame.x(), frame.y(), frame.width(), frame.height())) is not None
 
     def _ask(self, desktop: Screenshot) -> None:
         try:
@@ -266,8 +279,9 @@ class RegionCapture(QObject):
         self._overlays.clear()
 
     def _restore(self) -> None:
-        self._window.showNormal()
-        self._window.raise_()
+        if self._window.isHidden():
+            self._window.showNormal()
+            self._window.raise_()
 
 
 def _permission_problem() -> str | None:

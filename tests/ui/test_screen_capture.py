@@ -116,6 +116,33 @@ def test_our_window_is_hidden_while_the_screens_are_grabbed_and_comes_back(qtbot
     assert np.array_equal(got[1], got[0])
 
 
+def test_again_outside_our_window_grabs_at_once_and_leaves_the_window_alone(qtbot: QtBot) -> None:
+    """Hiding costs the compositor's HIDE_MS; a region our window is not in needs none."""
+    page = render("editor", scale=2)
+    grab = Grab(ScreenGeometry(Rect(0, 0, 760, 380), 2.0, (1520, 760)), qimage(page.image))
+    window = QWidget()
+    qtbot.addWidget(window)
+    window.setGeometry(400, 100, 200, 100)
+    window.show()
+    visible_at_grab: list[bool] = []
+
+    def grab_screens() -> list[Grab]:
+        visible_at_grab.append(window.isVisible())
+        return [grab]
+
+    got: list[Image] = []
+    capture = RegionCapture(window, got.append, lambda message: None, grab=grab_screens, desktop=lambda: None)
+    capture.last_region = Rect(10, 20, 300, 70)  # left of and above the window's frame
+    capture.capture(again=True)
+    assert visible_at_grab == [True] and window.isVisible() and len(got) == 1  # at once, no timer
+    assert np.array_equal(got[0], page.image[40:180, 20:620])
+    capture.last_region = Rect(10, 20, 400, 100)  # now the window's corner is in it
+    capture.capture(again=True)
+    assert not window.isVisible()
+    qtbot.waitUntil(lambda: len(got) == 2, timeout=WAIT_MS)
+    assert visible_at_grab == [True, False] and window.isVisible()
+
+
 def test_escape_over_the_frozen_screen_cancels_and_gives_the_window_back(qtbot: QtBot) -> None:
     grab = Grab(ScreenGeometry(Rect(0, 0, 400, 300), 1.0), qimage(render("chat").image[:300, :400]))
     window = QWidget()
