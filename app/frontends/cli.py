@@ -584,7 +584,8 @@ def _parser() -> argparse.ArgumentParser:
                                 "end-of-turn model), pluely / glass (the turn ends after a fixed "
                                 "0.4 s / 2 s of silence, no guess), smart-turn (Smart Turn v3.2 alone: "
                                 "the smart-turn extra), product (the defaults); "
-                                "MODE@SECTION.KEY=VALUE changes a setting (product@vad.hangover_ms=30)")
+                                "MODE@SECTION.KEY=VALUE changes a setting (product@vad.hangover_ms=30; "
+                                "a list's items joined by +: product@turns.words_languages=en+zh)")
             b.add_argument("--against", metavar="REV",
                            help="also replay every clip with another tree's code (a commit, or a "
                                 "folder holding a checkout), in ABBA order, each mode reported as "

@@ -67,7 +67,7 @@ import threading
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, get_origin
 
 from pydantic import BaseModel, ValidationError
 
@@ -315,6 +315,8 @@ def mode_settings(settings: Settings, mode: str) -> tuple[Mode, Settings]:
         section = getattr(changed, section_name, None)
         if not is_set or not isinstance(section, BaseModel) or key not in type(section).model_fields:
             raise SystemExit(f"--modes: {change!r} is not SECTION.KEY=VALUE of a setting")
+        if get_origin(type(section).model_fields[key].annotation) is list:
+            value = value.split("+")  # product@turns.words_languages=en+zh: "," parts the modes
         try:
             setattr(section, key, value)
         except ValidationError as exc:

@@ -21,6 +21,7 @@ def test_a_mode_changes_settings_on_a_copy_of_the_runs() -> None:
     assert changed.turns.endpoint_silence_ms == 600 and not changed.turns.words_model
     assert run.turns.words_model  # untouched
     assert mode_settings(run, "naive")[1].answer.low_latency is False
+    assert mode_settings(run, "product@turns.words_languages=en+zh")[1].turns.words_languages == ["en", "zh"]
 
 
 @pytest.mark.parametrize(("mode", "says"), [
