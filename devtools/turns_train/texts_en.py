@@ -24,7 +24,7 @@ SLOTS: dict[str, tuple[str, ...]] = {
                "an inventory service| for a warehouse", "a feature flag service",
                "a collaborative document editor", "a ticket sales system| for concerts",
                "an email delivery service", "a logging platform", "a key value store"),
-    "PAIR": ("a process and a thread", "tcp and udp", "sql and nosql databases",
+    "PAIR": ("a thread and an async task", "tcp and udp", "sql and nosql databases",
              "a list and a tuple", "rest and graphql", "horizontal and vertical scaling",
              "optimistic versus pessimistic concurrency control", "a mutex and a semaphore",
              "an abstract class and an interface", "unit tests and integration tests",
