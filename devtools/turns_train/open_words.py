@@ -52,6 +52,16 @@ _ZH_HESITATIONS = frozenset("嗯 呃 额".split())
 _ZH_LEADS = frozenset("那 好 那个 接下来".split())
 
 
+def closed_class(language: str) -> frozenset[str]:
+    """Every word the rule may call open in some context (numeral + measure aside): a cut
+    that ends on none of them ends on a word that may end a question."""
+    if language == "zh":
+        return (_ZH_COVERBS | _ZH_CONJUNCTIONS | _ZH_MODALS | _ZH_WH | _ZH_SUBJECTS | _ZH_HESITATIONS
+                | {"的"})
+    return (_EN_DETERMINERS | _EN_CONJUNCTIONS | _EN_PREPOSITIONS | _EN_WH | _EN_AUXILIARIES
+            | _EN_CONTRACTED | _EN_SUBJECTS | _EN_HESITATIONS | {"you"})
+
+
 def leaves_open(words: Sequence[str], language: str) -> bool:
     """Whether ``words`` (a question's first words, a lead or a filler included) end on a
     word that leaves the clause open, so that they cannot be a whole question."""
