@@ -1,7 +1,8 @@
 """The training texts: whole questions and requests (label 1) and the words a speaker may
 pause after before going on (label 0), in English and Mandarin.
 
-Per base question (a template with its slots filled): the whole question, two cuts at word
+Per base question (a template with its slots filled): the whole question, one of the points
+its template marks whole with ``|`` ("what did you learn| from your last job"), two cuts at word
 boundaries that cannot end a question (:mod:`open_words`: "tell me about a", never "when
 can you" + "start"), and half the time a cut followed by a hesitation ("tell me about um").
 A cut after a word that may end a question is not taught at all.  Besides:
@@ -129,8 +130,13 @@ def _questions(language: str, rng: random.Random) -> tuple[list[Example], dict[b
                 cuts = _open_cuts(words, points, language)
                 bases[held].append((words, cuts))
                 lead = rng.choice(mod.LEADS).split()
-                out.append(Example(join(lead + words, language) + ("？" if language == "zh" else "?"),
-                                   1, language, family, "whole", held))
+                mark = "？" if language == "zh" else "?"
+                out.append(Example(join(lead + words, language) + mark, 1, language, family, "whole", held))
+                shorter = sorted(k for k in whole if k < len(words))
+                if shorter:  # a point the template marks whole ("do you know rust| well"): whole too
+                    k = rng.choice(shorter)
+                    out.append(Example(join(lead + words[:k], language) + mark, 1, language, family, "whole",
+                                       held))
                 for k in rng.sample(cuts, min(2, len(cuts))):
                     out.append(Example(join(lead + words[:k], language), 0, language, family, "cut", held))
                 if points and rng.random() < 0.5:  # a hesitation holds the turn after any word
