@@ -238,10 +238,10 @@ class TurnConfig(_Section):
     """Languages the words model was checked on: elsewhere the text rules decide.  Its
     trained head separates held-out Mandarin texts (decision 0053), but no Mandarin turn
     has been replayed with it yet (decision 0006; figures: docs/benchmarks.md)."""
-    words_complete_logp: float = -0.13
+    words_complete_logp: float = -0.2
     """The head's log P(end) at which the words vote 'finished' (+1): 5 % of the held-out
     English texts that go on score above it, the issue's false cut-off budget (decision 0053)..."""
-    words_incomplete_logp: float = -1.27
+    words_incomplete_logp: float = -1.8
     """...and at which they vote 'unfinished' (-1), linear in between: 5 % of the held-out
     whole English questions score below it, so the long wait seldom holds a finished one."""
     smart_turn: bool = False

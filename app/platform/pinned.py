@@ -54,7 +54,7 @@ SMART_TURN_ONNX = Pin("smart-turn-v3.2-cpu.onnx",
 """``pipecat-ai==1.14.0``: Smart Turn v3.2 (CPU), BSD-2-Clause."""
 
 END_OF_TURN_HEAD = Pin("end_of_turn_head.json",
-                       "0d93f81bf39f7a5518a7d7c70aec07450f29f20311f667e2c28f57ae1b44b295", 262_408)
+                       "c09354008baf9f4287413d45283ab65816a8d86f61a0408f37f68bd08bb99f1c", 262_406)
 """Ours (``app/turns``): the end-of-turn head trained on SmolLM2-135M's hidden states by
 ``python -m devtools.turns_train`` (decision 0053); the weights are derived from SmolLM2
 (Apache-2.0)."""

@@ -1,11 +1,8 @@
 """The training texts: whole questions and requests (label 1) and the words a speaker may
 pause after before going on (label 0), in English and Mandarin.
 
-Per base question (a template with its slots filled): the whole question, one of the points
-its template marks whole with ``|`` ("what did you learn| from your last job"), two cuts at word
-boundaries that cannot end a question (:mod:`open_words`: "tell me about a", never "when
-can you" + "start"), and half the time a cut followed by a hesitation ("tell me about um").
-A cut after a word that may end a question is not taught at all.  Besides:
+Per base question (a template with its slots filled): the whole question, two cuts at word
+boundaries, and half the time a cut followed by a filler ("tell me about um").  Besides:
 statements that precede a question (a preamble, an acknowledgement), lists cut after an
 item ("postgres, mysql,"), and a preamble followed by a whole or a cut question.  All of it
 is generated from :mod:`texts_en` and :mod:`texts_zh` with a fixed seed.
@@ -23,7 +20,6 @@ from dataclasses import dataclass
 from types import ModuleType
 
 from devtools.turns_train import texts_en, texts_zh
-from devtools.turns_train.open_words import leaves_open
 
 PER_TEMPLATE = 10
 """Slot fillings drawn per template (all of them where there are fewer)."""
@@ -92,19 +88,8 @@ def _fill(template: str, slots: dict[str, tuple[str, ...]], rng: random.Random, 
 
 
 def _cut_points(words: list[str], whole: set[int], language: str) -> list[int]:
-    """Where the words may stop for a while: every word boundary but the whole points."""
     particles = set(getattr(_module(language), "PARTICLES", ()))
     return [k for k in range(1, len(words)) if k not in whole and not set(words[k:]) <= particles]
-
-
-def _open_cuts(words: list[str], points: list[int], language: str) -> list[int]:
-    """The cut points whose words cannot be a whole question: the ones taught "goes on"."""
-    return [k for k in points if leaves_open(words[:k], language)]
-
-
-def _hesitations(language: str) -> list[list[str]]:
-    """The fillers that cannot end a question ("um", "so"; not "like", "well", 那个)."""
-    return [f.split() for f in _module(language).FILLERS if leaves_open(f.split(), language)]
 
 
 def held_out_families(families: list[str]) -> set[str]:
@@ -112,7 +97,7 @@ def held_out_families(families: list[str]) -> set[str]:
 
 
 Base = tuple[list[str], list[int]]
-"""A filled question's words and the points where a cut of it is taught "goes on"."""
+"""A filled question's words and the points it may be cut at."""
 
 
 def _questions(language: str, rng: random.Random) -> tuple[list[Example], dict[bool, list[Base]]]:
@@ -120,28 +105,21 @@ def _questions(language: str, rng: random.Random) -> tuple[list[Example], dict[b
     test = held_out_families(list(mod.QUESTIONS))
     out: list[Example] = []
     bases: dict[bool, list[Base]] = {False: [], True: []}
-    hesitations = _hesitations(language)
     for family, templates in mod.QUESTIONS.items():
         held = family in test
         for template in templates:
             for filled in _fill(template, mod.SLOTS, rng, PER_TEMPLATE):
                 words, whole = _words(filled)
-                points = _cut_points(words, whole, language)
-                cuts = _open_cuts(words, points, language)
+                cuts = _cut_points(words, whole, language)
                 bases[held].append((words, cuts))
                 lead = rng.choice(mod.LEADS).split()
-                mark = "？" if language == "zh" else "?"
-                out.append(Example(join(lead + words, language) + mark, 1, language, family, "whole", held))
-                shorter = sorted(k for k in whole if k < len(words))
-                if shorter:  # a point the template marks whole ("do you know rust| well"): whole too
-                    k = rng.choice(shorter)
-                    out.append(Example(join(lead + words[:k], language) + mark, 1, language, family, "whole",
-                                       held))
+                out.append(Example(join(lead + words, language) + ("？" if language == "zh" else "?"),
+                                   1, language, family, "whole", held))
                 for k in rng.sample(cuts, min(2, len(cuts))):
                     out.append(Example(join(lead + words[:k], language), 0, language, family, "cut", held))
-                if points and rng.random() < 0.5:  # a hesitation holds the turn after any word
-                    k = rng.choice(points)
-                    filler = rng.choice(hesitations)
+                if cuts and rng.random() < 0.5:
+                    k = rng.choice(cuts)
+                    filler = rng.choice(mod.FILLERS).split()
                     out.append(Example(join(lead + words[:k] + filler, language), 0, language, family,
                                        "filler", held))
     return out, bases

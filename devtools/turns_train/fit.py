@@ -14,20 +14,11 @@ L2 = (0.3, 1.0, 3.0, 10.0, 30.0, 100.0)
 one per class); the one with the best grouped cross-validated log loss is kept."""
 
 
-def class_balanced(y: Array, sample: Array | None = None) -> Array:
-    """``sample`` (else 1 each) scaled so that each class weighs one half: a verdict's prior
-    is even, the policy's thresholds set the doubt."""
-    w = np.ones(len(y)) if sample is None else sample
-    return np.where(y > 0, 0.5 * w / max(1e-12, float(w[y > 0].sum())),
-                    0.5 * w / max(1e-12, float(w[y == 0].sum())))
-
-
-def logistic(x: Array, y: Array, l2: float, sample: Array | None = None,
-             iterations: int = 30) -> tuple[Array, float]:
-    """Weights and bias minimising the class-balanced, ``sample``-weighted log loss +
-    ``l2``·|w|²/2."""
+def logistic(x: Array, y: Array, l2: float, iterations: int = 30) -> tuple[Array, float]:
+    """Weights and bias minimising the class-balanced log loss + ``l2``·|w|²/2 (the classes
+    weigh the same: a verdict's prior is even, the policy's thresholds set the doubt)."""
     n, d = x.shape
-    weight = class_balanced(y, sample)
+    weight = np.where(y > 0, 0.5 / max(1, int(y.sum())), 0.5 / max(1, int(n - y.sum())))
     xb = np.hstack([x, np.ones((n, 1))])
     theta = np.zeros(d + 1)
     penalty = np.full(d + 1, l2)
@@ -43,23 +34,22 @@ def logistic(x: Array, y: Array, l2: float, sample: Array | None = None,
     return theta[:-1], float(theta[-1])
 
 
-def log_loss(z: Array, y: Array, sample: Array | None = None) -> float:
-    """Class-balanced, ``sample``-weighted mean log loss of log-odds ``z``."""
+def log_loss(z: Array, y: Array) -> float:
+    """Class-balanced mean log loss of log-odds ``z``."""
     lp1, lp0 = -np.logaddexp(0.0, -z), -np.logaddexp(0.0, z)
-    return float(-(class_balanced(y, sample) * np.where(y > 0, lp1, lp0)).sum())
+    return float(-0.5 * lp1[y > 0].mean() - 0.5 * lp0[y == 0].mean())
 
 
-def choose_l2(x: Array, y: Array, groups: list[str], sample: Array | None = None) -> float:
+def choose_l2(x: Array, y: Array, groups: list[str]) -> float:
     """The penalty with the best log loss over 4 folds of whole families."""
     names = sorted(set(groups))
     fold = np.array([names.index(g) % 4 for g in groups])
-    w_all = np.ones(len(y)) if sample is None else sample
     best, best_loss = L2[0], float("inf")
     for l2 in L2:
         loss = 0.0
         for k in range(4):
-            w, b = logistic(x[fold != k], y[fold != k], l2, w_all[fold != k])
-            loss += log_loss(x[fold == k] @ w + b, y[fold == k], w_all[fold == k])
+            w, b = logistic(x[fold != k], y[fold != k], l2)
+            loss += log_loss(x[fold == k] @ w + b, y[fold == k])
         if loss < best_loss - 1e-12:
             best, best_loss = l2, loss
     return best

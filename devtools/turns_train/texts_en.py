@@ -24,7 +24,7 @@ SLOTS: dict[str, tuple[str, ...]] = {
                "an inventory service| for a warehouse", "a feature flag service",
                "a collaborative document editor", "a ticket sales system| for concerts",
                "an email delivery service", "a logging platform", "a key value store"),
-    "PAIR": ("a thread and an async task", "tcp and udp", "sql and nosql databases",
+    "PAIR": ("a process and a thread", "tcp and udp", "sql and nosql databases",
              "a list and a tuple", "rest and graphql", "horizontal and vertical scaling",
              "optimistic versus pessimistic concurrency control", "a mutex and a semaphore",
              "an abstract class and an interface", "unit tests and integration tests",
@@ -94,17 +94,6 @@ SLOTS: dict[str, tuple[str, ...]] = {
     "ALG": ("binary search", "a trie", "quicksort", "dijkstra's algorithm", "an lru cache",
             "a thread safe queue", "breadth first search", "a min heap", "merge sort",
             "a rate limiter| with a token bucket", "topological sort", "a circular buffer"),
-    "CHOICE": ("resign", "stay so long", "go freelance", "pick java", "change teams", "turn it down",
-               "leave academia", "join a startup"),
-    "MOVE": ("begin", "travel", "commute", "come in on monday", "interview onsite", "sign", "fly out",
-             "decide"),
-    "DONE": ("led a team", "hired anyone", "worked remotely", "given a talk", "been on call",
-             "shipped a mobile app", "done this before", "mentored anyone"),
-    "STATE": ("available", "flexible", "still interviewing", "happy there", "open to contract work",
-              "willing to travel", "free next week", "currently employed"),
-    "GO": ("go", "turn out", "work out", "end up"),
-    "HABIT": ("code at home", "blog", "contribute to open source", "pair program", "mentor",
-              "travel much", "read papers", "review code daily"),
     "ROLE": ("this opening", "our team", "this company", "a startup", "a bigger company",
              "the platform team", "a product team", "this position"),
 }
@@ -158,12 +147,7 @@ QUESTIONS: dict[str, tuple[str, ...]] = {
               "what does a good engineering culture look like| to you", "how do you measure success",
               "what did you learn| from your last job", "what are you looking for| in your next role",
               "how do you approach learning a new codebase"),
-    "yours": ("why did you {CHOICE}", "what made you {CHOICE}", "when could you {MOVE}", "would you {MOVE}",
-              "can you {MOVE}", "have you {DONE}", "are you {STATE}", "how did that {GO}", "do you {HABIT}"),
 }
-"""``yours``: short questions to the candidate (two to six words, most ending on their verb),
-beside the long slot-filled ones; named to sort last, so that the held-out families stay
-those of decision 0053."""
 
 STATEMENTS: dict[str, tuple[str, ...]] = {
     "context_stack": ("we run everything on {CLOUD}", "our backend is mostly {TECH}",

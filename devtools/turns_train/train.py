@@ -3,15 +3,12 @@
 from __future__ import annotations
 
 import json
-import math
-from collections import Counter
-from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 
 from app.turns.head import EndOfTurnHead, dump_head
-from app.turns.words import PROMPT, prepare
+from app.turns.words import PROMPT
 from devtools.turns_train import dataset, features, fit
 
 CUT_SHARE_ABOVE = 0.05
@@ -20,21 +17,6 @@ reach (a +1 vote for words that go on is a false cut-off; the issue's target is 
 WHOLE_SHARE_BELOW = 0.05
 """``words_incomplete_logp``: the level that no more than this share of held-out whole
 questions fall under (a -1 vote, the long wait, for a finished question)."""
-
-
-def length_weights(examples: Sequence[dataset.Example]) -> np.ndarray:
-    """Per text, so that at each length (a language's texts in bins of x√2 characters) the
-    whole and the unfinished ones weigh the same, each bin as much as it holds texts.
-
-    A cut is a prefix, so shorter than the question it cuts: unweighted, 797 of the 931
-    English texts of five words or fewer go on, and the head learnt that short means
-    unfinished ("When can you start?" -1.6, "How soon can you start?" -2.1)."""
-    bins = [(e.language, int(2 * math.log2(max(1, len(prepare(e.text)))))) for e in examples]
-    per_bin = Counter(bins)
-    per_class = Counter(zip(bins, (e.label for e in examples), strict=True))
-    classes = Counter(key for key, _ in per_class)
-    return np.array([per_bin[key] / (classes[key] * per_class[key, e.label])
-                     for key, e in zip(bins, examples, strict=True)])
 
 
 def _quantile(values: np.ndarray, share: float) -> float:
@@ -53,9 +35,8 @@ def run(out: Path, feats: features.Features | None = None) -> dict[str, object]:
     mean, std = x[~held].mean(axis=0), x[~held].std(axis=0) + 1e-9
     xs = (x - mean) / std
     groups = [f"{e.language}:{e.family}" for e, h in zip(examples, held, strict=True) if not h]
-    sample = length_weights(examples)
-    l2 = fit.choose_l2(xs[~held], y[~held], groups, sample[~held])
-    w, b = fit.logistic(xs[~held], y[~held], l2, sample[~held])
+    l2 = fit.choose_l2(xs[~held], y[~held], groups)
+    w, b = fit.logistic(xs[~held], y[~held], l2)
     z = xs @ w + b
     log_p = -np.logaddexp(0.0, -z)
     # the same function of the raw features, then of the logits (L = E·h, E fitted by least squares)

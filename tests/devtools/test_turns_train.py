@@ -15,7 +15,6 @@ import pytest
 
 from app.turns.words import prepare
 from devtools.turns_train.dataset import examples
-from devtools.turns_train.open_words import closed_class, leaves_open
 
 REPO = Path(__file__).resolve().parents[2]
 CORPUS = Path(os.environ.get("IC_CORPUS", "/work/shared/corpus"))
@@ -78,45 +77,6 @@ def test_a_cut_is_never_a_whole_question_of_the_same_family() -> None:
         texts = examples(language)
         whole = {prepare(e.text) for e in texts if e.label == 1}
         assert not [e.text for e in texts if e.label == 0 and prepare(e.text) in whole]
-
-
-GOES_ON = ("cut", "filler", "preamble+cut")
-"""The kinds whose label 0 the word-boundary rule decides (lists and statements: their own)."""
-
-
-def test_every_english_cut_ends_on_a_closed_class_word_that_leaves_the_clause_open() -> None:
-    found = []
-    for e in examples("en"):
-        if e.kind in GOES_ON:
-            words = prepare(e.text).split(". ")[-1].split()  # the question after a preamble
-            if words[-1] not in closed_class("en") or not leaves_open(words, "en"):
-                found.append(e.text)
-    assert not found, found[:10]
-
-
-def test_no_mandarin_cut_ends_on_a_word_outside_the_closed_classes() -> None:
-    """The text has no spaces: its ending is matched against the closed-class words and
-    numeral + measure word ("一个", "个")."""
-    endings = sorted(closed_class("zh"), key=len, reverse=True)
-    measure = re.compile(r"[一二两三四五六七八九十几第]*[个次件段份篇种项位条本]$")
-    found = [e.text for e in examples("zh") if e.kind in GOES_ON
-             and not (any(e.text.endswith(w) for w in endings) or measure.search(e.text))]
-    assert not found, found[:10]
-
-
-@pytest.mark.parametrize("question", ["when can you start", "where would you start", "do you know",
-                                      "have you used", "what did you learn", "how comfortable are you"])
-def test_words_that_make_a_whole_question_are_never_taught_as_going_on(question: str) -> None:
-    assert not [e.text for e in examples("en") if e.label == 0 and e.kind in GOES_ON
-                and prepare(e.text).split(". ")[-1].endswith(question)]
-
-
-@pytest.mark.parametrize("language", ["en", "zh"])
-def test_the_rule_leaves_the_head_cuts_to_learn_from(language: str) -> None:
-    """Dropping the cuts that may end a question must not starve the "goes on" class: the
-    open cuts are drawn from, so nearly every question still gives one."""
-    texts = examples(language)
-    assert sum(e.kind == "cut" for e in texts) >= 0.8 * sum(e.kind == "whole" for e in texts)
 
 
 def test_the_texts_are_the_same_each_run() -> None:
