@@ -236,8 +236,8 @@ class TurnConfig(_Section):
     """Score the words with the bundled SmolLM2-135M (end-of-turn token probability)."""
     words_languages: list[str] = Field(default_factory=lambda: ["en"])
     """Languages the words model was checked on: elsewhere the text rules decide.  Its
-    trained head separates held-out Mandarin texts (decision 0053), but no Mandarin turn
-    has been replayed with it yet (decision 0006; figures: docs/benchmarks.md)."""
+    trained head separates held-out Mandarin texts, but replayed Mandarin turns got slower
+    with it (its verdict takes ~130 ms there) for one pause held (decision 0053)."""
     words_complete_logp: float = -0.2
     """The head's log P(end) at which the words vote 'finished' (+1): 5 % of the held-out
     English texts that go on score above it, the issue's false cut-off budget (decision 0053)..."""
