@@ -82,13 +82,14 @@ def summary(pauses: Sequence[Sequence[float]], cut: Sequence[Sequence[bool]],
 
 def sweeps(modes: Iterable[str]) -> dict[str, list[str]]:
     """Modes grouped into curves: ``product@turns.x=1`` and ``product@turns.x=2`` are one
-    sweep of ``product@turns.x``; a mode with no change is a point of its own."""
+    sweep of ``product@turns.x`` (``…@turns.x=1@turns.y=2``: of x and y together); a mode
+    with no change is a point of its own."""
     groups: dict[str, list[str]] = {}
     for mode in modes:
         if "~" in mode:
             continue
-        head, at, changes = mode.rpartition("@")
-        key = f"{head}@{changes.partition('=')[0]}" if at else mode
+        base, *changes = mode.split("@")
+        key = "@".join([base, *(c.partition("=")[0] for c in changes)])
         groups.setdefault(key, []).append(mode)
     return groups
 

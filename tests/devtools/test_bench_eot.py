@@ -52,6 +52,8 @@ def test_modes_of_one_setting_are_one_curve() -> None:
     assert groups == {"product": ["product"], "rules": ["rules"],
                       "product@turns.endpoint_confirmed_ms": ["product@turns.endpoint_confirmed_ms=300",
                                                               "product@turns.endpoint_confirmed_ms=500"]}
+    joint = ["product@turns.a_ms=1@turns.b_ms=2", "product@turns.a_ms=3@turns.b_ms=4"]
+    assert eot.sweeps(joint) == {"product@turns.a_ms@turns.b_ms": joint}  # two settings swept together
 
 
 def test_the_curve_is_drawn_with_the_published_points(tmp_path: Path) -> None:
