@@ -113,7 +113,8 @@ def draw(reports: Sequence[tuple[str, dict[str, Any]]], out: Path) -> None:
                 continue
             ax.plot([p[0] for p in pts], [p[1] for p in pts], "-o", linewidth=2, label=curve)
             for x, y, m in pts:
-                ax.annotate(m.rpartition("=")[2] if "=" in m else "", (x, y), fontsize=7,
+                values = [c.partition("=")[2] for c in m.split("@")[1:]]  # "1000/800": x and y
+                ax.annotate("/".join(values), (x, y), fontsize=7,
                             textcoords="offset points", xytext=(4, 4))
         ax.set_title(title)
         ax.set_xlabel("p50 delay after the true end, ms (ours: to the first token on screen)")
