@@ -4,6 +4,7 @@ capture named and never read, the read text in an editable box, Enter asks, thum
 from __future__ import annotations
 
 import io
+from dataclasses import dataclass
 
 import numpy as np
 from PIL import Image as PilImage
@@ -89,11 +90,24 @@ def test_a_dropped_capture_leaves_the_question_and_a_sixth_is_refused(qtbot: QtB
     assert len(panel.captures) == 1 and panel.thumbs.count() == 1
 
 
-def test_our_window_is_hidden_while_the_screens_are_grabbed_and_comes_back(qtbot: QtBot) -> None:
-    page = render("editor", scale=2)
-    grab = Grab(ScreenGeometry(Rect(0, 0, 760, 380), 2.0, (1520, 760)), qimage(page.image))
+@dataclass
+class Watched:
+    """A shown window, a capture of a 2x editor page, and whether the window was visible at
+    each grab."""
+    page: Image
+    window: QWidget
+    capture: RegionCapture
+    got: list[Image]
+    visible_at_grab: list[bool]
+
+
+def watched_capture(qtbot: QtBot, geometry: tuple[int, int, int, int] | None = None) -> Watched:
+    page = render("editor", scale=2).image
+    grab = Grab(ScreenGeometry(Rect(0, 0, 760, 380), 2.0, (1520, 760)), qimage(page))
     window = QWidget()
     qtbot.addWidget(window)
+    if geometry is not None:
+        window.setGeometry(*geometry)
     window.show()
     visible_at_grab: list[bool] = []
 
@@ -103,6 +117,12 @@ def test_our_window_is_hidden_while_the_screens_are_grabbed_and_comes_back(qtbot
 
     got: list[Image] = []
     capture = RegionCapture(window, got.append, lambda message: None, grab=grab_screens, desktop=lambda: None)
+    return Watched(page, window, capture, got, visible_at_grab)
+
+
+def test_our_window_is_hidden_while_the_screens_are_grabbed_and_comes_back(qtbot: QtBot) -> None:
+    w = watched_capture(qtbot)
+    window, capture, got, visible_at_grab = w.window, w.capture, w.got, w.visible_at_grab
     capture.capture()
     assert not window.isVisible()  # hidden before anything is grabbed
     qtbot.waitUntil(lambda: capture.busy and bool(visible_at_grab), timeout=WAIT_MS)  # the overlay is up
@@ -118,24 +138,12 @@ def test_our_window_is_hidden_while_the_screens_are_grabbed_and_comes_back(qtbot
 
 def test_again_outside_our_window_grabs_at_once_and_leaves_the_window_alone(qtbot: QtBot) -> None:
     """Hiding costs the compositor's HIDE_MS; a region our window is not in needs none."""
-    page = render("editor", scale=2)
-    grab = Grab(ScreenGeometry(Rect(0, 0, 760, 380), 2.0, (1520, 760)), qimage(page.image))
-    window = QWidget()
-    qtbot.addWidget(window)
-    window.setGeometry(400, 100, 200, 100)
-    window.show()
-    visible_at_grab: list[bool] = []
-
-    def grab_screens() -> list[Grab]:
-        visible_at_grab.append(window.isVisible())
-        return [grab]
-
-    got: list[Image] = []
-    capture = RegionCapture(window, got.append, lambda message: None, grab=grab_screens, desktop=lambda: None)
+    w = watched_capture(qtbot, (400, 100, 200, 100))
+    window, capture, got, visible_at_grab = w.window, w.capture, w.got, w.visible_at_grab
     capture.last_region = Rect(10, 20, 300, 70)  # left of and above the window's frame
     capture.capture(again=True)
     assert visible_at_grab == [True] and window.isVisible() and len(got) == 1  # at once, no timer
-    assert np.array_equal(got[0], page.image[40:180, 20:620])
+    assert np.array_equal(got[0], w.page[40:180, 20:620])
     capture.last_region = Rect(10, 20, 400, 100)  # now the window's corner is in it
     capture.capture(again=True)
     assert not window.isVisible()
