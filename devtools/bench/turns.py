@@ -315,10 +315,11 @@ def mode_settings(settings: Settings, mode: str) -> tuple[Mode, Settings]:
         section = getattr(changed, section_name, None)
         if not is_set or not isinstance(section, BaseModel) or key not in type(section).model_fields:
             raise SystemExit(f"--modes: {change!r} is not SECTION.KEY=VALUE of a setting")
+        given: str | list[str] = value
         if get_origin(type(section).model_fields[key].annotation) is list:
-            value = value.split("+")  # product@turns.words_languages=en+zh: "," parts the modes
+            given = value.split("+")  # product@turns.words_languages=en+zh: "," parts the modes
         try:
-            setattr(section, key, value)
+            setattr(section, key, given)
         except ValidationError as exc:
             raise SystemExit(f"--modes: {change!r}: {exc.errors()[0]['msg']}") from None
     return spec, changed
