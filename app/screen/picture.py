@@ -60,6 +60,13 @@ class Prepared:
     scale: float
     glyph_px: float | None
     """The capture's median glyph height (None: no glyph found)."""
+    origin: tuple[int, int] = (0, 0)
+    """Where the prepared image's top left is in the capture (x, y; capture pixels): only
+    the part with ink is kept."""
+
+    def to_prepared(self, x: float, y: float) -> tuple[float, float]:
+        """A point of the capture in the prepared image's pixels."""
+        return (x - self.origin[0]) * self.scale, (y - self.origin[1]) * self.scale
 
 
 def load(path: Path) -> Image:
@@ -118,7 +125,7 @@ def prepare(image: Image) -> Prepared:
     """Scale and ink for the recogniser (see the module)."""
     import cv2
 
-    ink = _content(_ink(image))
+    ink, origin = _content(_ink(image))
     glyph = _glyph_height(ink)
     scale = 1.0
     if glyph is not None:
@@ -126,12 +133,12 @@ def prepare(image: Image) -> Prepared:
         if not KEEP_SCALE[0] <= wanted <= KEEP_SCALE[1]:
             scale = min(MAX_SCALE, max(MIN_SCALE, wanted))
     if scale != 1.0:
-        size = (max(1, round(image.shape[1] * scale)), max(1, round(image.shape[0] * scale)))
+        size = (max(1, round(ink.shape[1] * scale)), max(1, round(ink.shape[0] * scale)))
         method = cv2.INTER_AREA if scale < 1 else cv2.INTER_CUBIC
         ink = np.asarray(cv2.resize(ink, size, interpolation=method), dtype=np.uint8)
     level = np.percentile(ink[ink > INK_LEVEL], 90) if (ink > INK_LEVEL).any() else 255.0
     dark = 255 - np.clip(ink.astype(np.float32) * (230.0 / max(float(level), 1.0)), 0, 255).astype(np.uint8)
-    return Prepared(np.ascontiguousarray(np.stack([dark] * 3, axis=-1)), scale, glyph)
+    return Prepared(np.ascontiguousarray(np.stack([dark] * 3, axis=-1)), scale, glyph, origin)
 
 
 def for_detection(prepared: Prepared) -> tuple[Image, float]:
@@ -161,16 +168,16 @@ def _ink(image: Image) -> npt.NDArray[np.uint8]:
     return np.asarray(distance.max(axis=2), dtype=np.uint8)
 
 
-def _content(ink: npt.NDArray[np.uint8]) -> npt.NDArray[np.uint8]:
-    """The ink's bounding box with a margin: the detector's time grows with the pixels it is
-    given, and most of a whole screen around a problem is empty."""
+def _content(ink: npt.NDArray[np.uint8]) -> tuple[npt.NDArray[np.uint8], tuple[int, int]]:
+    """The ink's bounding box with a margin, and its top left: the detector's time grows
+    with the pixels it is given, and most of a whole screen around a problem is empty."""
     rows = np.flatnonzero((ink > INK_LEVEL).any(axis=1))
     columns = np.flatnonzero((ink > INK_LEVEL).any(axis=0))
     if rows.size == 0:
-        return ink
+        return ink, (0, 0)
     top, bottom = max(0, rows[0] - CONTENT_MARGIN), min(ink.shape[0], rows[-1] + 1 + CONTENT_MARGIN)
     left, right = max(0, columns[0] - CONTENT_MARGIN), min(ink.shape[1], columns[-1] + 1 + CONTENT_MARGIN)
-    return np.ascontiguousarray(ink[top:bottom, left:right])
+    return np.ascontiguousarray(ink[top:bottom, left:right]), (int(left), int(top))
 
 
 def _glyph_height(ink: npt.NDArray[np.uint8]) -> float | None:

@@ -59,3 +59,21 @@ def test_only_the_part_with_text_is_given_to_the_detector() -> None:
 
     prepared = prepare(full_screen().image).image
     assert prepared.shape[0] < 600 and prepared.shape[1] < 1500  # the page's text, not 1920x1080
+
+
+def test_text_with_blank_around_it_is_scaled_alone_and_stays_where_it_was() -> None:
+    """Only the part with ink is prepared: scaled by the same factor both ways (not stretched
+    back over the blank around it), at the place ``to_prepared`` says."""
+    page = render("problem", scale=2).image
+    screen = np.full((page.shape[0] + 900, page.shape[1] + 1200, 3), 255, np.uint8)
+    screen[300:300 + page.shape[0], 500:500 + page.shape[1]] = page
+    prepared = prepare(screen)
+    assert prepared.scale != 1.0
+    ink = np.argwhere(prepared.image[..., 0] < 128)
+    (top, left), (bottom, right) = ink.min(axis=0), ink.max(axis=0)
+    page_ink = np.argwhere(page[..., 0] < 128)
+    (page_top, page_left), (page_bottom, page_right) = page_ink.min(axis=0), page_ink.max(axis=0)
+    for (x, y), (px, py) in (((500 + page_left, 300 + page_top), (left, top)),
+                             ((500 + page_right, 300 + page_bottom), (right, bottom))):
+        expected_x, expected_y = prepared.to_prepared(x, y)
+        assert abs(expected_x - px) <= 3 and abs(expected_y - py) <= 3
