@@ -11,14 +11,19 @@ padding to a batch's widest line), the lines shared between the reader's own wor
 threads, one ONNX Runtime thread each, all below the listening work's priority, so a
 capture takes the cores a question being heard leaves and never the recogniser's.  The
 detector gets a smaller image than the recogniser crops from (:func:`for_detection`).
+A read can be stopped (:mod:`app.screen.ahead` reads a frozen screen it may not need):
+:meth:`Reader.detect` then works strip by strip and :meth:`Reader.recognise` a few lines at
+a time, looking at the stop between them.
 """
 
 from __future__ import annotations
 
+import math
 import re
 import threading
 import time
 import unicodedata
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,7 +35,7 @@ from app.platform.cores import MAX_THREADS, cores
 from app.platform.priority import lower_this_thread
 from app.screen.errors import NothingReadable, OcrUnavailable
 from app.screen.layout import Box, box_from_points, reading_order
-from app.screen.picture import Image, check_not_one_colour, for_detection, prepare
+from app.screen.picture import Image, Prepared, check_not_one_colour, for_detection, prepare
 
 DETECTOR = "PP-OCRv6_det_small.onnx"
 RECOGNISER = "PP-OCRv6_rec_small.onnx"
@@ -43,10 +48,35 @@ time on one thread (decision 0056)."""
 REC_MIN_WIDTH = 48
 """The narrowest input the recogniser is given (px at its 48 px height): a line number is
 not padded to RapidOCR's 320."""
+STRIP_PX = 256
+"""The tallest strip of a screen read ahead that the detector is given at once (its pixels:
+about twelve lines of 9 px glyphs, a tenth of a second): the read stops between strips."""
+STRIP_OVERLAP_PX = 48
+"""Rows two strips share: about two lines' boxes at 9 px glyphs, so a line that one strip's
+edge cuts is whole in the other."""
+WIDEST_STRIP = 8
+"""RapidOCR's ``Global.width_height_ratio``: an image wider than this many times its height
+is padded top and bottom before detection."""
+STOP_EVERY = 4
+"""Lines recognised between looks at a read's stop flag: a read ahead that is given up
+frees the workers within about four lines' time (~0.1 s)."""
 MIN_SCORE = 0.5
 """RapidOCR's own default text score: below it a box is noise (a cursor, an icon)."""
 _ASCII_PUNCTUATION = str.maketrans({"，": ",", "：": ":", "；": ";", "（": "(", "）": ")", "！": "!",
                                     "？": "?", "【": "[", "】": "]", "“": '"', "”": '"', "‘": "'", "’": "'"})
+
+
+Corners = list[list[float]]
+"""A line's four corners, as the detector gives them: [[x, y], ...]."""
+
+
+@dataclass(frozen=True, slots=True)
+class Line:
+    """One line the detector found (its four corners, prepared pixels) and what it reads."""
+
+    corners: Corners
+    text: str
+    score: float
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,16 +121,34 @@ class Reader:
     def read(self, image: Image, language: str = "en") -> Reading:
         """The text on ``image``; :class:`~app.screen.errors.ScreenError` when there is none."""
         check_not_one_colour(image)
+        started = time.perf_counter()
+        prepared = prepare(image)
+        lines = self.recognise(prepared, self.detect(prepared) or [])
+        return self.reading(lines, prepared, language, time.perf_counter() - started)
+
+    def detect(self, prepared: Prepared, stop: threading.Event | None = None) -> list[Corners] | None:
+        """The lines found on ``prepared``: their corners, in its pixels; None if ``stop``
+        was set before every strip was looked at."""
         with self._lock:
             engine, pool = self._engine_now()
-            started = time.perf_counter()
-            prepared = prepare(image)
-            corners = pool.submit(_detect, engine, *for_detection(prepared)).result()
-            lines = _recognise(engine, pool, self._threads, prepared.image, corners)
-            seconds = time.perf_counter() - started
-        boxes = [box_from_points(c, _normalise(text, language), score)
-                 for c, (text, score) in zip(corners, lines, strict=True)
-                 if score >= MIN_SCORE and text.strip()]
+            return _detect(engine, pool, *for_detection(prepared), stop)
+
+    def recognise(self, prepared: Prepared, corners: list[Corners],
+                  stop: threading.Event | None = None) -> list[Line | None]:
+        """The text of the lines at ``corners``, in their order; once ``stop`` is set, the
+        lines not reached by then are None (it is looked at every :data:`STOP_EVERY` lines)."""
+        if not corners:
+            return []
+        with self._lock:
+            engine, pool = self._engine_now()
+            texts = _recognise(engine, pool, self._threads, prepared.image, corners, stop)
+        return [None if read is None else Line(c, *read) for c, read in zip(corners, texts, strict=True)]
+
+    def reading(self, lines: Sequence[Line | None], prepared: Prepared, language: str,
+                seconds: float) -> Reading:
+        """The lines' text in reading order, code indented: :class:`NothingReadable` if none."""
+        boxes = [box_from_points(line.corners, _normalise(line.text, language), line.score)
+                 for line in lines if line is not None and line.score >= MIN_SCORE and line.text.strip()]
         boxes = split_line_numbers(boxes, prepared.image)
         text = reading_order(boxes)
         if not text.strip():
@@ -148,34 +196,95 @@ def reading_threads(available: int | None = None) -> int:
     return max(1, min(MAX_THREADS, n))
 
 
-def _detect(engine: Any, image: Image, factor: float) -> list[list[list[float]]]:
+def _detect(engine: Any, pool: ThreadPoolExecutor, image: Image, factor: float,
+            stop: threading.Event | None) -> list[Corners] | None:
     """The lines' corners found on ``image`` (``factor`` times the prepared image), in the
-    prepared image's pixels."""
-    result = engine(image, use_det=True, use_cls=False, use_rec=False)
-    points = getattr(result, "boxes", None)
-    return [] if points is None else (np.asarray(points, dtype=np.float64) / factor).tolist()
+    prepared image's pixels; None if ``stop`` is set first.  A read that can be stopped is
+    detected strip by strip on the workers (it stops between strips); one nobody stops, in
+    one piece (strips save it no time on two cores, and can cost a space at their edges)."""
+    def strip(rows: tuple[int, int]) -> list[Corners] | None:
+        if stop is not None and stop.is_set():
+            return None
+        result = engine(image[rows[0]:rows[1]], use_det=True, use_cls=False, use_rec=False)
+        points = getattr(result, "boxes", None)
+        if points is None:
+            return []
+        corners = np.asarray(points, dtype=np.float64)
+        corners[..., 1] += rows[0]
+        found: list[Corners] = (corners / factor).tolist()
+        return found
+
+    rows = strips(image.shape[0], image.shape[1]) if stop is not None else [(0, image.shape[0])]
+    found = list(pool.map(strip, rows))
+    if any(lines is None for lines in found):
+        return None
+    return _one_box_a_line([line for lines in found if lines for line in lines])
+
+
+def strips(height: int, width: int) -> list[tuple[int, int]]:
+    """Rows of the detector's image cut into like strips no taller than :data:`STRIP_PX`
+    (nor shorter than an eighth of their width, past which RapidOCR pads an image to a
+    square-ish one: more pixels, not fewer), each sharing :data:`STRIP_OVERLAP_PX` rows."""
+    shortest = math.ceil(width / WIDEST_STRIP) + 1
+    count = max(1, math.ceil((height - STRIP_OVERLAP_PX) / (STRIP_PX - STRIP_OVERLAP_PX)))
+    if math.ceil((height + (count - 1) * STRIP_OVERLAP_PX) / count) < shortest:
+        count = max(1, (height - STRIP_OVERLAP_PX) // max(1, shortest - STRIP_OVERLAP_PX))
+    if count == 1:
+        return [(0, height)]
+    tall = math.ceil((height + (count - 1) * STRIP_OVERLAP_PX) / count)
+    return [(top, top + tall) for top in (round(i * (height - tall) / (count - 1)) for i in range(count))]
+
+
+def _one_box_a_line(boxes: list[Corners]) -> list[Corners]:
+    """A line found in two strips is kept once: the larger box (the whole line, where a
+    strip's edge cut the other)."""
+    def extent(box: Corners) -> tuple[float, float, float, float]:
+        xs, ys = [p[0] for p in box], [p[1] for p in box]
+        return min(xs), min(ys), max(xs), max(ys)
+
+    kept: list[tuple[float, float, float, float]] = []
+    out: list[Corners] = []
+    for box in sorted(boxes, key=lambda b: -_area(extent(b))):
+        x0, y0, x1, y1 = extent(box)
+        if not any(_shared(x0, x1, k[0], k[2]) > 0.5 and _shared(y0, y1, k[1], k[3]) > 0.5 for k in kept):
+            kept.append((x0, y0, x1, y1))
+            out.append(box)
+    return out
+
+
+def _area(extent: tuple[float, float, float, float]) -> float:
+    return (extent[2] - extent[0]) * (extent[3] - extent[1])
+
+
+def _shared(a0: float, a1: float, b0: float, b1: float) -> float:
+    """How much of the shorter of two spans the other covers (0 to 1)."""
+    return max(0.0, min(a1, b1) - max(a0, b0)) / max(1e-9, min(a1 - a0, b1 - b0))
 
 
 def _recognise(engine: Any, pool: ThreadPoolExecutor, workers: int, image: Image,
-               corners: list[list[list[float]]]) -> list[tuple[str, float]]:
-    """Each line's text and score, in ``corners``' order: the lines, by width, dealt in
-    turn to ``workers`` threads so each gets a like share."""
-    if not corners:
-        return []
+               corners: list[Corners], stop: threading.Event | None) -> list[tuple[str, float] | None]:
+    """Each line's text and score, in ``corners``' order (None: not reached before ``stop``):
+    the lines, by width, dealt in turn to ``workers`` threads so each gets a like share."""
     crops = engine.crop_text_regions(image, np.asarray(corners, dtype=np.float32))
     order = sorted(range(len(crops)), key=lambda i: crops[i].shape[1] / max(1, crops[i].shape[0]))
     shares = [order[k::workers] for k in range(min(workers, len(crops)))]
-    results = pool.map(lambda share: _recognised(engine, [crops[i] for i in share]), shares)
-    out: list[tuple[str, float]] = [("", 0.0)] * len(crops)
+    results = pool.map(lambda share: _recognised(engine, [crops[i] for i in share], stop), shares)
+    out: list[tuple[str, float] | None] = [None] * len(crops)
     for share, result in zip(shares, results, strict=True):
-        for i, line in zip(share, result, strict=True):
+        for i, line in zip(share, result, strict=False):  # a stopped share is short
             out[i] = line
     return out
 
 
-def _recognised(engine: Any, crops: list[Image]) -> list[tuple[str, float]]:
-    result = engine.recognize_txt(crops)
-    return [(str(t), float(s)) for t, s in zip(result.txts, result.scores, strict=True)]
+def _recognised(engine: Any, crops: list[Image], stop: threading.Event | None) -> list[tuple[str, float]]:
+    """The crops' texts, :data:`STOP_EVERY` at a time, until ``stop`` is set."""
+    out: list[tuple[str, float]] = []
+    for start in range(0, len(crops), STOP_EVERY):
+        if stop is not None and stop.is_set():
+            break
+        result = engine.recognize_txt(crops[start:start + STOP_EVERY])
+        out += [(str(t), float(s)) for t, s in zip(result.txts, result.scores, strict=True)]
+    return out
 
 
 def split_line_numbers(boxes: list[Box], image: Image) -> list[Box]:
