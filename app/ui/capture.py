@@ -24,12 +24,28 @@ from typing import Protocol
 
 import numpy as np
 from PySide6.QtCore import QObject, QPoint, QRect, Qt, QTimer, Signal
-from PySide6.QtGui import QColor, QGuiApplication, QImage, QKeyEvent, QMouseEvent, QPainter, QPaintEvent, QPen
+from PySide6.QtGui import (
+    QColor,
+    QCursor,
+    QGuiApplication,
+    QImage,
+    QKeyEvent,
+    QMouseEvent,
+    QPainter,
+    QPaintEvent,
+    QPen,
+)
 from PySide6.QtWidgets import QWidget
 
+from app.screen.ahead import Chosen, ReadAhead, Region
 from app.screen.errors import OneColour
 from app.screen.picture import Image, check_not_one_colour
-from app.ui.region import Crop, Rect, ScreenGeometry, device_crop
+from app.ui.region import Crop, Rect, ScreenGeometry, device_crop, screen_at
+
+Deliver = Callable[[Image, Chosen | None], object]
+"""A capture's pixels, and the region on the screen read while it was dragged, if it was."""
+StartReadAhead = Callable[[Callable[[], Image]], ReadAhead]
+"""Start reading a frozen screen (its pixels fetched on the read's own thread)."""
 
 HIDE_MS = 200
 """Time for the compositor to take our hidden window off the screen before the grab (not
@@ -164,10 +180,13 @@ class RegionOverlay(QWidget):
 class RegionCapture(QObject):
     """Hotkey → hidden window → frozen screens → region → pixels, or a named failure."""
 
-    def __init__(self, window: QWidget, deliver: Callable[[Image], object], fail: Callable[[str], object],
+    def __init__(self, window: QWidget, deliver: Deliver, fail: Callable[[str], object],
                  grab: Callable[[], list[Grab]] = grab_screens,
-                 desktop: Callable[[], Screenshot | None] = desktop_screenshot) -> None:
-        """``desktop``: where the desktop takes the screenshot itself (Wayland), else None."""
+                 desktop: Callable[[], Screenshot | None] = desktop_screenshot,
+                 read_ahead: StartReadAhead | None = None) -> None:
+        """``desktop``: where the desktop takes the screenshot itself (Wayland), else None.
+        ``read_ahead``: read the screen under the pointer while the region is dragged
+        (:mod:`app.screen.ahead`)."""
         super().__init__(window)
         self._window = window
         self._deliver = deliver
@@ -176,6 +195,9 @@ class RegionCapture(QObject):
         self._desktop = desktop()
         self._overlays: list[RegionOverlay] = []
         self._grabs: list[Grab] = []
+        self._read_ahead = read_ahead
+        self._ahead: tuple[int, ReadAhead] | None = None
+        """The screen being read while the region is dragged: (its index, its read)."""
         self._asking = False
         """The desktop's dialog is up (Wayland)."""
         self.last_region: Rect | None = None
@@ -238,6 +260,7 @@ class RegionCapture(QObject):
         if again and self.last_region is not None:
             self._cut(self.last_region)
             return
+        self._start_reading_ahead()
         for grab in self._grabs:
             overlay = RegionOverlay(grab)
             overlay.chosen.connect(self._cut)
@@ -245,6 +268,16 @@ class RegionCapture(QObject):
             self._overlays.append(overlay)
             overlay.show()
             overlay.activateWindow()
+
+    def _start_reading_ahead(self) -> None:
+        """Read the screen under the pointer while the candidate drags (the drag's second
+        is the read's head start)."""
+        if self._read_ahead is None or not self._grabs:
+            return
+        pointer = QCursor.pos()
+        index = screen_at(pointer.x(), pointer.y(), [g.geometry for g in self._grabs])
+        image = self._grabs[index].image
+        self._ahead = (index, self._read_ahead(lambda: to_array(image)))
 
     def choose(self, region: Rect) -> None:
         """As if the candidate dragged ``region`` (desktop coordinates): for tests and demos."""
@@ -254,21 +287,34 @@ class RegionCapture(QObject):
         self._close_overlays()
         self._restore()
         crop = device_crop(region, [g.geometry for g in self._grabs])
+        ahead, self._ahead = self._ahead, None
         if crop is None:
+            if ahead is not None:
+                ahead[1].cancel()
             return  # a click, not a drag
         self.last_region = region
-        self._hand_over(to_array(self._grabs[crop.screen].image, crop))
+        chosen: Chosen | None = None
+        if ahead is not None and ahead[0] == crop.screen:
+            chosen = Chosen(ahead[1], Region(crop.x, crop.y, crop.x + crop.width, crop.y + crop.height))
+        elif ahead is not None:
+            ahead[1].cancel()  # the region is on another screen than the one read
+        self._hand_over(to_array(self._grabs[crop.screen].image, crop), chosen)
 
-    def _hand_over(self, pixels: Image) -> None:
+    def _hand_over(self, pixels: Image, chosen: Chosen | None = None) -> None:
         """A capture goes on to be read, unless it is all one colour (named with its fix)."""
         try:
             check_not_one_colour(pixels)
         except OneColour as exc:
+            if chosen is not None:
+                chosen.cancel()
             self._fail(str(exc))
             return
-        self._deliver(pixels)
+        self._deliver(pixels, chosen)
 
     def _cancel(self) -> None:
+        if self._ahead is not None:
+            self._ahead[1].cancel()
+            self._ahead = None
         self._close_overlays()
         self._restore()
 

@@ -2,8 +2,9 @@
 
 Up to ``max_captures`` captures queue into one question (a long problem, or the code and
 its error).  Each is read off the UI thread (:class:`app.screen.ocr.Reader`, loaded on the
-first capture); its text is appended to the editable box the moment it is read, so a
-misread word can be fixed before asking.  Enter asks (Shift+Enter is a new line); asking
+first capture), from the screen read while the region was dragged where there was one
+(:mod:`app.screen.ahead`); its text is appended to the editable box the moment it is read,
+so a misread word can be fixed before asking.  Enter asks (Shift+Enter is a new line); asking
 hands the text, and the images when a setting wants them (sent to the endpoint, or kept
 beside the session file), to ``ask``.
 """
@@ -28,6 +29,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from app.screen.ahead import Chosen, ReadAhead
 from app.screen.errors import ScreenError
 from app.screen.ocr import Reader
 from app.screen.picture import Image, png_bytes
@@ -104,17 +106,24 @@ class CapturePanel(QWidget):
 
     # --- captures -----------------------------------------------------------------------
 
-    def add_capture(self, image: Image) -> bool:
-        """Queue a capture and read it off this thread; False when the queue is full."""
+    def read_ahead(self, screen: Callable[[], Image]) -> ReadAhead:
+        """Start reading a frozen screen, for the region about to be dragged over it."""
+        return ReadAhead(self._reader, screen, self._language)
+
+    def add_capture(self, image: Image, chosen: Chosen | None = None) -> bool:
+        """Queue a capture and read it off this thread (from the screen read ahead, when it
+        was ``chosen`` on one); False when the queue is full."""
         if len(self.captures) >= self._max:
             self.note.setText(f"{self._max} captures at most: drop one first")
+            if chosen is not None:
+                chosen.cancel()
             return False
         capture = Capture(np.ascontiguousarray(image))
         self.captures.append(capture)
         self._refresh_thumbs()
         self.note.setText("reading…")
         self.setVisible(True)
-        threading.Thread(target=self._read_off_thread, args=(capture,), name="screen-read",
+        threading.Thread(target=self._read_off_thread, args=(capture, chosen), name="screen-read",
                          daemon=True).start()
         return True
 
@@ -129,10 +138,11 @@ class CapturePanel(QWidget):
         if not self.captures and not self.box.toPlainText().strip():
             self.setVisible(False)
 
-    def _read_off_thread(self, capture: Capture) -> None:
+    def _read_off_thread(self, capture: Capture, chosen: Chosen | None) -> None:
         with self._lock:
             try:
-                capture.text = self._reader.read(capture.image, self._language).text
+                reading = chosen.reading() if chosen is not None else None
+                capture.text = (reading or self._reader.read(capture.image, self._language)).text
             except ScreenError as exc:
                 capture.error = str(exc)
         capture.seconds = time.perf_counter() - capture.started

@@ -61,6 +61,16 @@ class Crop:
     """Device pixels within that screen's grab."""
 
 
+def screen_at(x: float, y: float, screens: list[ScreenGeometry]) -> int:
+    """The index of the screen holding the point (logical, desktop coordinates); the first
+    screen if none does."""
+    for index, screen in enumerate(screens):
+        box = screen.logical
+        if box.x <= x < box.right and box.y <= y < box.bottom:
+            return index
+    return 0
+
+
 MIN_LOGICAL = 8
 """A drag smaller than this (logical px, either side) is a click, not a region."""
 

@@ -103,7 +103,8 @@ class MainWindow(QMainWindow):
                                           with_images=self._screen_images,
                                           language=settings.screen.language)
         self.region = RegionCapture(self, self.capture_panel.add_capture,
-                                    lambda message: self.banners.show_message("error", "Screen", message))
+                                    lambda message: self.banners.show_message("error", "Screen", message),
+                                    read_ahead=self.capture_panel.read_ahead)
         self.status = StatusPanel()
         self._build_controls()
         central = QWidget()

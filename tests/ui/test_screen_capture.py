@@ -4,6 +4,7 @@ capture named and never read, the read text in an editable box, Enter asks, thum
 from __future__ import annotations
 
 import io
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -13,6 +14,8 @@ from PySide6.QtGui import QImage
 from PySide6.QtWidgets import QWidget
 from pytestqt.qtbot import QtBot
 
+from app.screen.ahead import Chosen, ReadAhead, Region
+from app.screen.ocr import Reading
 from app.screen.picture import Image
 from app.ui.capture import Grab, RegionCapture, RegionOverlay, to_array
 from app.ui.capture_panel import CapturePanel
@@ -28,6 +31,11 @@ def qimage(pixels: Image) -> QImage:
     return QImage(np.ascontiguousarray(pixels).data, w, h, 3 * w, QImage.Format.Format_RGB888).copy()
 
 
+def keep(got: list[Image]) -> Callable[[Image, Chosen | None], None]:
+    """A capture's receiver that keeps its pixels (and drops a read ahead's region)."""
+    return lambda pixels, _chosen: got.append(pixels)
+
+
 def test_a_region_of_a_2x_screen_is_cut_in_its_device_pixels(qtbot: QtBot) -> None:
     page = render("editor", scale=2)  # 760x380 logical, 1520x760 device pixels
     grab = Grab(ScreenGeometry(Rect(0, 0, 760, 380), 2.0, (1520, 760)), qimage(page.image))
@@ -35,7 +43,7 @@ def test_a_region_of_a_2x_screen_is_cut_in_its_device_pixels(qtbot: QtBot) -> No
     qtbot.addWidget(window)
     got: list[Image] = []
     failures: list[str] = []
-    capture = RegionCapture(window, got.append, failures.append, grab=lambda: [grab])
+    capture = RegionCapture(window, keep(got), failures.append, grab=lambda: [grab])
     capture._grabs = [grab]
     capture.choose(Rect(10, 20, 300, 100))
     assert failures == [] and len(got) == 1
@@ -50,7 +58,7 @@ def test_an_all_black_capture_is_named_with_its_fix_and_never_read(qtbot: QtBot)
     qtbot.addWidget(window)
     got: list[Image] = []
     failures: list[str] = []
-    capture = RegionCapture(window, got.append, failures.append, grab=lambda: [black])
+    capture = RegionCapture(window, keep(got), failures.append, grab=lambda: [black])
     capture._grabs = [black]
     capture.choose(Rect(0, 0, 200, 100))
     assert got == [] and len(failures) == 1 and "all black" in failures[0]
@@ -116,7 +124,7 @@ def watched_capture(qtbot: QtBot, geometry: tuple[int, int, int, int] | None = N
         return [grab]
 
     got: list[Image] = []
-    capture = RegionCapture(window, got.append, lambda message: None, grab=grab_screens, desktop=lambda: None)
+    capture = RegionCapture(window, keep(got), lambda message: None, grab=grab_screens, desktop=lambda: None)
     return Watched(page, window, capture, got, visible_at_grab)
 
 
@@ -157,7 +165,7 @@ def test_escape_over_the_frozen_screen_cancels_and_gives_the_window_back(qtbot: 
     qtbot.addWidget(window)
     window.show()
     got: list[Image] = []
-    capture = RegionCapture(window, got.append, lambda message: None, grab=lambda: [grab],
+    capture = RegionCapture(window, keep(got), lambda message: None, grab=lambda: [grab],
                             desktop=lambda: None)
     capture.capture()
     qtbot.waitUntil(lambda: capture.busy, timeout=WAIT_MS)
@@ -190,3 +198,81 @@ def test_when_a_setting_wants_the_images_asking_hands_them_as_png(qtbot: QtBot) 
     panel.submit()
     [(_, [png], captures)] = asked
     assert captures == 1 and np.array_equal(np.asarray(PilImage.open(io.BytesIO(png)).convert("RGB")), chat)
+
+
+class FakeAhead:
+    """Stands for :class:`app.screen.ahead.ReadAhead`: records what the capture asks of it."""
+
+    def __init__(self, screen: Callable[[], Image]) -> None:
+        self.screen = screen()
+        self.cancelled = False
+        self.regions: list[Region] = []
+
+    def cancel(self) -> None:
+        self.cancelled = True
+
+    def region(self, region: Region) -> Reading | None:
+        self.regions.append(region)
+        return None
+
+
+def reading_ahead(qtbot: QtBot) -> tuple[RegionCapture, list[FakeAhead], list[Chosen | None], Image]:
+    page = render("editor", scale=2).image
+    grab = Grab(ScreenGeometry(Rect(0, 0, 760, 380), 2.0, (1520, 760)), qimage(page))
+    window = QWidget()
+    qtbot.addWidget(window)
+    window.show()
+    started: list[FakeAhead] = []
+    chosen: list[Chosen | None] = []
+
+    def start(screen: Callable[[], Image]) -> ReadAhead:
+        started.append(FakeAhead(screen))
+        return started[-1]  # type: ignore[return-value]
+
+    capture = RegionCapture(window, lambda _pixels, region: chosen.append(region), lambda message: None,
+                            grab=lambda: [grab], desktop=lambda: None, read_ahead=start)
+    return capture, started, chosen, page
+
+
+def test_the_frozen_screen_is_read_while_the_region_is_dragged_and_handed_over_in_its_pixels(
+        qtbot: QtBot) -> None:
+    capture, started, chosen, page = reading_ahead(qtbot)
+    capture.capture()
+    qtbot.waitUntil(lambda: capture.busy, timeout=WAIT_MS)
+    [ahead] = started  # from the moment the screen is frozen, before any drag
+    assert np.array_equal(ahead.screen, page)  # the whole screen, in device pixels
+    capture.choose(Rect(10, 20, 300, 100))
+    [handed] = chosen
+    assert handed is not None and handed.ahead is ahead  # type: ignore[comparison-overlap]
+    assert handed.region == Region(20, 40, 620, 240)  # the 2x screen's pixels
+    capture.capture(again=True)  # no drag, nothing to read ahead
+    qtbot.waitUntil(lambda: len(chosen) == 2, timeout=WAIT_MS)
+    assert chosen[1] is None and len(started) == 1
+
+
+def test_a_cancelled_capture_or_a_click_stops_the_read_ahead(qtbot: QtBot) -> None:
+    capture, started, chosen, _ = reading_ahead(qtbot)
+    capture.capture()
+    qtbot.waitUntil(lambda: capture.busy, timeout=WAIT_MS)
+    qtbot.keyClick(capture._overlays[0], Qt.Key.Key_Escape)
+    assert started[0].cancelled and chosen == []
+    capture.capture()
+    qtbot.waitUntil(lambda: capture.busy, timeout=WAIT_MS)
+    capture.choose(Rect(10, 20, 2, 2))  # a click, not a region
+    assert started[1].cancelled and chosen == []
+
+
+def test_the_panel_takes_the_text_read_ahead_and_reads_the_pixels_when_there_is_none(qtbot: QtBot) -> None:
+    panel = CapturePanel(lambda *_: None)
+    qtbot.addWidget(panel)
+    chat = render("chat").image
+    early = Reading("read ahead: the whole question", (), 0.0, 1.0)
+    given = FakeAhead(lambda: chat)
+    given.region = lambda region: early  # type: ignore[method-assign]
+    panel.add_capture(chat, Chosen(given, Region(0, 0, 10, 10)))  # type: ignore[arg-type]
+    qtbot.waitUntil(lambda: bool(panel.box.toPlainText()), timeout=WAIT_MS)
+    assert panel.box.toPlainText() == early.text
+    panel.clear()
+    panel.add_capture(chat, Chosen(FakeAhead(lambda: chat), Region(0, 0, 10, 10)))  # type: ignore[arg-type]
+    qtbot.waitUntil(lambda: bool(panel.box.toPlainText()), timeout=240_000)
+    assert "Interviewer" in panel.box.toPlainText()  # None from the read ahead: the pixels are read

@@ -106,7 +106,8 @@ class Capturing:
             take(done, failed)
 
         screenshot.take = watched  # type: ignore[method-assign]
-        self.capture = RegionCapture(self.window, self.got.append, self.failures.append, grab=_no_grab,
+        self.capture = RegionCapture(self.window, lambda pixels, _chosen: self.got.append(pixels),
+                                     self.failures.append, grab=_no_grab,
                                      desktop=lambda: screenshot)
 
     def finished(self) -> bool:
