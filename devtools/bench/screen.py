@@ -4,8 +4,12 @@ On pages rendered here (:mod:`devtools.screen_pages`: problems, editors, chat; E
 Mandarin; 1x and 2x; light and dark; and whole 1920x1080 screens):
 
 - character error rate of the text as read against the text drawn (reading order included);
-- hotkey → text shown: the window's hide delay, the grab's conversion to pixels (a real
-  QImage of the page) and the read, per page;
+- "again" → text shown: the window's hide delay (where the window is over the region), the
+  grab's conversion to pixels (a real QImage of the page) and the read, per page;
+- let go → text shown, for a region dragged over a frozen screen (each page placed on a
+  whole screen beside other text): the screen is read from the freeze on
+  (:mod:`app.screen.ahead`), so this is swept over how long the drag took (0 s: let go at
+  once), against the region read alone;
 - text confirmed → first answer token, a written question against a spoken one through
   the same engine and test server (relay profile), interleaved.
 
@@ -28,6 +32,7 @@ import os
 import statistics
 import sys
 import time
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -111,6 +116,75 @@ def read_pages(pages: list[Page], repeats: int, threads: int) -> list[dict[str, 
         print(f"{page.name:28} {w}x{h:<5} cer {row['cer']:.3f} (raw {row['baseline_cer']:.3f})  "
               f"read {row['read_median_s']:.2f} s (raw {row['baseline_median_s']:.2f} s)", flush=True)
     return rows
+
+
+DRAGS_S = (0.0, 0.5, 1.0, 1.5)
+"""How long the candidate takes from the freeze to letting the region go: 0 (the worst
+case), and half a second to a second and a half, what pointing at one corner of a problem
+and dragging to the other takes (two aimed movements of ~0.5-0.8 s each, Fitts' law)."""
+
+
+def on_a_screen(page: Page) -> tuple[Any, tuple[int, int, int, int]]:
+    """``page`` on a whole screen of its scale, with other text beside it (a chat, or an
+    editor beside a chat), and the region a candidate drags around it (8 px loose)."""
+    from devtools.screen_pages import COLOURS, render
+
+    scale = page.scale
+    other = render("editor" if page.kind == "chat" else "chat", language=page.language, scale=scale,
+                   theme=page.theme, text_px=14)
+    screen = np.empty((1080 * scale, 1920 * scale, 3), np.uint8)
+    screen[:] = COLOURS[page.theme]["bg"]
+    h, w = page.image.shape[:2]
+    x, y = 60 * scale, 40 * scale
+    screen[y:y + h, x:x + w] = page.image
+    oh, ow = other.image.shape[:2]
+    screen[-oh - 40 * scale:-40 * scale, -ow - 60 * scale:-60 * scale] = other.image
+    margin = 8 * scale
+    return screen, (x - margin, y - margin, x + w + margin, y + h + margin)
+
+
+def read_ahead(pages: list[Page], threads: int, drags: tuple[float, ...] = DRAGS_S) -> list[dict[str, Any]]:
+    """Let go → text for each page dragged over a whole screen, per drag time, against the
+    region read alone (interleaved: alone, then each drag)."""
+    from app.screen.ahead import ReadAhead, Region
+
+    reader = Reader(threads=threads)
+    reader.read(pages[0].image, pages[0].language)  # the models' load is timed apart
+    rows = []
+    for page in pages:
+        screen, (x0, y0, x1, y1) = on_a_screen(page)
+        crop = np.ascontiguousarray(screen[y0:y1, x0:x1])
+        grab = _grab_seconds(page)  # the region's pixels out of the frozen grab, at let go
+        started = time.perf_counter()
+        alone = reader.read(crop, page.language)
+        row: dict[str, Any] = {"page": page.name, "alone_s": grab + time.perf_counter() - started,
+                               "alone_cer": cer(alone.text, page.expected)}
+        for drag in drags:
+            ahead = ReadAhead(reader, partial(np.asarray, screen), page.language)
+            time.sleep(drag)
+            let_go = time.perf_counter()
+            reading = ahead.region(Region(x0, y0, x1, y1)) or reader.read(crop, page.language)
+            row[f"drag_{drag}_s"] = grab + time.perf_counter() - let_go
+            row[f"drag_{drag}_cer"] = cer(reading.text, page.expected)
+            row[f"drag_{drag}_whole_s"] = ahead.seconds
+        rows.append(row)
+        print(f"{page.name:28} alone {row['alone_s']:.2f} s  " + "  ".join(
+            f"drag {d:.1f} s → {row[f'drag_{d}_s']:.2f} s" for d in drags), flush=True)
+    return rows
+
+
+def _read_ahead_summary(rows: list[dict[str, Any]], drags: tuple[float, ...] = DRAGS_S) -> dict[str, Any]:
+    out: dict[str, Any] = {"alone": {"median_s": statistics.median(r["alone_s"] for r in rows),
+                                     "p95_s": _p95([r["alone_s"] for r in rows]),
+                                     "mean_cer": statistics.mean(r["alone_cer"] for r in rows)}}
+    for drag in drags:
+        times = [r[f"drag_{drag}_s"] for r in rows]
+        out[f"drag_{drag}"] = {"median_s": statistics.median(times), "p95_s": _p95(times),
+                               "mean_cer": statistics.mean(r[f"drag_{drag}_cer"] for r in rows),
+                               "ratio_to_alone": statistics.median(times) / out["alone"]["median_s"]}
+    out["whole_screen_read_median_s"] = statistics.median(
+        r[f"drag_{drags[-1]}_whole_s"] for r in rows if r[f"drag_{drags[-1]}_whole_s"] is not None)
+    return out
 
 
 def first_tokens(repeats: int) -> dict[str, Any]:
@@ -238,6 +312,8 @@ def run(settings: Settings, args: argparse.Namespace) -> None:
     load_before = os.getloadavg()
     threads = args.threads or Reader().threads
     rows = read_pages(pages, args.repeats, threads)
+    crops_only = [page for page in pages if page.image.shape[:2] != (1080, 1920)]
+    ahead = _read_ahead_summary(read_ahead(crops_only, threads))
     tokens = first_tokens(max(3, args.repeats * 2))
     load_after = os.getloadavg()
     screens = [r for r in rows if r["size"] == "1920x1080"]
@@ -252,6 +328,7 @@ def run(settings: Settings, args: argparse.Namespace) -> None:
         "screen_1080p_hotkey_to_text_median_s":
             statistics.median(r["hotkey_to_text_median_s"] for r in screens) if screens else None,
         "crop_hotkey_to_text_median_s": statistics.median(r["hotkey_to_text_median_s"] for r in crops),
+        "crop_let_go_to_text": ahead,
         "threads": threads,
         "cores": os.cpu_count(),
         "load_average_before_after": [load_before[0], load_after[0]],
