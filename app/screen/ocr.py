@@ -11,9 +11,7 @@ padding to a batch's widest line), the lines shared between the reader's own wor
 threads, one ONNX Runtime thread each, all below the listening work's priority, so a
 capture takes the cores a question being heard leaves and never the recogniser's.  The
 detector gets a smaller image than the recogniser crops from (:func:`for_detection`).
-A read can be stopped (:mod:`app.screen.ahead` reads a frozen screen it may not need):
-:meth:`Reader.detect` then works strip by strip and :meth:`Reader.recognise` a few lines at
-a time, looking at the stop between them.
+A read can be stopped, between strips and every few lines (decision 0059).
 """
 
 from __future__ import annotations
