@@ -70,6 +70,7 @@ class ReadAhead:
         self._prepared: Prepared | None = None
         self._corners: list[Corners] | None = None
         self._lines: list[Line | None] = []
+        self._toward: tuple[float, float] | None = None
         self.seconds: float | None = None
         """How long the read took until it ended (whole, stopped, or failed)."""
         self._thread = threading.Thread(target=self._read, args=(screen,), name="screen-read-ahead",
@@ -81,6 +82,14 @@ class ReadAhead:
         """Every line of the screen is read."""
         return (self._ended.is_set() and self._corners is not None
                 and len(self._lines) == len(self._corners) and None not in self._lines)
+
+    def toward(self, x: float, y: float) -> None:
+        """The drag began here (the screen's pixels): its nearest lines are read first."""
+        self._toward = (x, y)
+
+    def _near(self) -> tuple[float, float] | None:
+        point, prepared = self._toward, self._prepared
+        return None if point is None or prepared is None else prepared.to_prepared(*point)
 
     def cancel(self) -> None:
         """Stop reading (the capture was cancelled, or the region was let go)."""
@@ -97,7 +106,7 @@ class ReadAhead:
         self.cancel()
         if self._corners is None:
             return None  # not through the detector: the region alone is read no later
-        self._ended.wait()  # the workers stop within STOP_EVERY lines
+        self._ended.wait()  # the workers stop after the line each is on
         prepared, corners = self._prepared, self._corners
         if prepared is None:
             return None
@@ -119,7 +128,7 @@ class ReadAhead:
             corners = self._reader.detect(prepared, self._stop)
             if corners is not None:
                 self._prepared, self._corners = prepared, corners
-                self._lines = self._reader.recognise(prepared, corners, self._stop)
+                self._lines = self._reader.recognise(prepared, corners, self._stop, self._near)
         except Exception:  # the region's own read will say what is wrong
             _log.debug("the read ahead failed; the region is read alone", exc_info=True)
         self.seconds = time.perf_counter() - started

@@ -11,7 +11,7 @@ padding to a batch's widest line), the lines shared between the reader's own wor
 threads, one ONNX Runtime thread each, all below the listening work's priority, so a
 capture takes the cores a question being heard leaves and never the recogniser's.  The
 detector gets a smaller image than the recogniser crops from (:func:`for_detection`).
-A read can be stopped, between strips and every few lines (decision 0059).
+A read can be stopped, between strips and between lines (decision 0059).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ import re
 import threading
 import time
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -55,9 +55,6 @@ edge cuts is whole in the other."""
 WIDEST_STRIP = 8
 """RapidOCR's ``Global.width_height_ratio``: an image wider than this many times its height
 is padded top and bottom before detection."""
-STOP_EVERY = 4
-"""Lines recognised between looks at a read's stop flag: a read ahead that is given up
-frees the workers within about four lines' time (~0.1 s)."""
 MIN_SCORE = 0.5
 """RapidOCR's own default text score: below it a box is noise (a cursor, an icon)."""
 _ASCII_PUNCTUATION = str.maketrans({"，": ",", "：": ":", "；": ";", "（": "(", "）": ")", "！": "!",
@@ -66,6 +63,8 @@ _ASCII_PUNCTUATION = str.maketrans({"，": ",", "：": ":", "；": ";", "（": "
 
 Corners = list[list[float]]
 """A line's four corners, as the detector gives them: [[x, y], ...]."""
+Near = Callable[[], tuple[float, float] | None]
+"""Where lines are wanted first, asked again before each line (None: anywhere)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,15 +130,17 @@ class Reader:
             engine, pool = self._engine_now()
             return _detect(engine, pool, *for_detection(prepared), stop)
 
-    def recognise(self, prepared: Prepared, corners: list[Corners],
-                  stop: threading.Event | None = None) -> list[Line | None]:
+    def recognise(self, prepared: Prepared, corners: list[Corners], stop: threading.Event | None = None,
+                  near: Near | None = None) -> list[Line | None]:
         """The text of the lines at ``corners``, in their order; once ``stop`` is set, the
-        lines not reached by then are None (it is looked at every :data:`STOP_EVERY` lines)."""
+        lines not reached by then are None (it is looked at before each line).  ``near``
+        is asked before each line for a point (prepared pixels) whose nearest lines go
+        first: where the candidate began to drag."""
         if not corners:
             return []
         with self._lock:
             engine, pool = self._engine_now()
-            texts = _recognise(engine, pool, self._threads, prepared.image, corners, stop)
+            texts = _recognise(engine, pool, self._threads, prepared.image, corners, stop, near)
         return [None if read is None else Line(c, *read) for c, read in zip(corners, texts, strict=True)]
 
     def reading(self, lines: Sequence[Line | None], prepared: Prepared, language: str,
@@ -236,14 +237,10 @@ def strips(height: int, width: int) -> list[tuple[int, int]]:
 def _one_box_a_line(boxes: list[Corners]) -> list[Corners]:
     """A line found in two strips is kept once: the larger box (the whole line, where a
     strip's edge cut the other)."""
-    def extent(box: Corners) -> tuple[float, float, float, float]:
-        xs, ys = [p[0] for p in box], [p[1] for p in box]
-        return min(xs), min(ys), max(xs), max(ys)
-
     kept: list[tuple[float, float, float, float]] = []
     out: list[Corners] = []
-    for box in sorted(boxes, key=lambda b: -_area(extent(b))):
-        x0, y0, x1, y1 = extent(box)
+    for box in sorted(boxes, key=lambda b: -_area(_extent(b))):
+        x0, y0, x1, y1 = _extent(box)
         if not any(_shared(x0, x1, k[0], k[2]) > 0.5 and _shared(y0, y1, k[1], k[3]) > 0.5 for k in kept):
             kept.append((x0, y0, x1, y1))
             out.append(box)
@@ -259,30 +256,45 @@ def _shared(a0: float, a1: float, b0: float, b1: float) -> float:
     return max(0.0, min(a1, b1) - max(a0, b0)) / max(1e-9, min(a1 - a0, b1 - b0))
 
 
-def _recognise(engine: Any, pool: ThreadPoolExecutor, workers: int, image: Image,
-               corners: list[Corners], stop: threading.Event | None) -> list[tuple[str, float] | None]:
-    """Each line's text and score, in ``corners``' order (None: not reached before ``stop``):
-    the lines, by width, dealt in turn to ``workers`` threads so each gets a like share."""
+def _recognise(engine: Any, pool: ThreadPoolExecutor, workers: int, image: Image, corners: list[Corners],
+               stop: threading.Event | None, near: Near | None) -> list[tuple[str, float] | None]:
+    """Each line's text and score, in ``corners``' order (None: not reached before ``stop``).
+    ``workers`` threads each take the next line as they finish one: the widest first (so the
+    last to finish is short), or the nearest to ``near``'s point when it gives one."""
     crops = engine.crop_text_regions(image, np.asarray(corners, dtype=np.float32))
-    order = sorted(range(len(crops)), key=lambda i: crops[i].shape[1] / max(1, crops[i].shape[0]))
-    shares = [order[k::workers] for k in range(min(workers, len(crops)))]
-    results = pool.map(lambda share: _recognised(engine, [crops[i] for i in share], stop), shares)
+    extents = [_extent(c) for c in corners]
+    pending = sorted(range(len(crops)), key=lambda i: -crops[i].shape[1] / max(1, crops[i].shape[0]))
     out: list[tuple[str, float] | None] = [None] * len(crops)
-    for share, result in zip(shares, results, strict=True):
-        for i, line in zip(share, result, strict=False):  # a stopped share is short
-            out[i] = line
+    lock = threading.Lock()
+
+    def next_line() -> int | None:
+        with lock:
+            if not pending or (stop is not None and stop.is_set()):
+                return None
+            point = near() if near is not None else None
+            line = pending[0] if point is None else min(pending, key=lambda i: _distance(extents[i], point))
+            pending.remove(line)
+            return line
+
+    def work(_: int) -> None:
+        while (line := next_line()) is not None:
+            result = engine.recognize_txt([crops[line]])
+            out[line] = (str(result.txts[0]), float(result.scores[0]))
+
+    list(pool.map(work, range(min(workers, len(crops)))))
     return out
 
 
-def _recognised(engine: Any, crops: list[Image], stop: threading.Event | None) -> list[tuple[str, float]]:
-    """The crops' texts, :data:`STOP_EVERY` at a time, until ``stop`` is set."""
-    out: list[tuple[str, float]] = []
-    for start in range(0, len(crops), STOP_EVERY):
-        if stop is not None and stop.is_set():
-            break
-        result = engine.recognize_txt(crops[start:start + STOP_EVERY])
-        out += [(str(t), float(s)) for t, s in zip(result.txts, result.scores, strict=True)]
-    return out
+def _extent(corners: Corners) -> tuple[float, float, float, float]:
+    xs, ys = [p[0] for p in corners], [p[1] for p in corners]
+    return min(xs), min(ys), max(xs), max(ys)
+
+
+def _distance(extent: tuple[float, float, float, float], point: tuple[float, float]) -> float:
+    """From a point to the nearest point of a box (0 inside it)."""
+    dx = max(extent[0] - point[0], 0.0, point[0] - extent[2])
+    dy = max(extent[1] - point[1], 0.0, point[1] - extent[3])
+    return math.hypot(dx, dy)
 
 
 def split_line_numbers(boxes: list[Box], image: Image) -> list[Box]:

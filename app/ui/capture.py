@@ -120,6 +120,8 @@ class RegionOverlay(QWidget):
     """One screen's frozen picture; ``chosen`` gives the dragged region in desktop coordinates."""
 
     chosen = Signal(object)
+    pressed = Signal(float, float)
+    """Where the drag began, in desktop coordinates."""
     cancelled = Signal()
 
     def __init__(self, grab: Grab) -> None:
@@ -154,6 +156,8 @@ class RegionOverlay(QWidget):
 
     def mousePressEvent(self, e: QMouseEvent) -> None:
         self._from = self._to = e.position().toPoint()
+        origin = self._grab.geometry.logical
+        self.pressed.emit(origin.x + self._from.x(), origin.y + self._from.y())
         self.update()
 
     def mouseMoveEvent(self, e: QMouseEvent) -> None:
@@ -264,6 +268,7 @@ class RegionCapture(QObject):
         for grab in self._grabs:
             overlay = RegionOverlay(grab)
             overlay.chosen.connect(self._cut)
+            overlay.pressed.connect(self.press)
             overlay.cancelled.connect(self._cancel)
             self._overlays.append(overlay)
             overlay.show()
@@ -272,12 +277,26 @@ class RegionCapture(QObject):
     def _start_reading_ahead(self) -> None:
         """Read the screen under the pointer while the candidate drags (the drag's second
         is the read's head start)."""
+        pointer = QCursor.pos()
+        self._read_screen_at(pointer.x(), pointer.y())
+
+    def press(self, x: float, y: float) -> None:
+        """The drag began at (x, y), desktop coordinates (the overlay's press; tests and
+        demos call it too): that screen is read, nearest lines first."""
+        self._read_screen_at(x, y, toward=True)
+
+    def _read_screen_at(self, x: float, y: float, toward: bool = False) -> None:
         if self._read_ahead is None or not self._grabs:
             return
-        pointer = QCursor.pos()
-        index = screen_at(pointer.x(), pointer.y(), [g.geometry for g in self._grabs])
-        image = self._grabs[index].image
-        self._ahead = (index, self._read_ahead(lambda: to_array(image)))
+        index, device_x, device_y = screen_at(x, y, [g.geometry for g in self._grabs])
+        if self._ahead is not None and self._ahead[0] != index:
+            self._ahead[1].cancel()
+            self._ahead = None
+        if self._ahead is None:
+            image = self._grabs[index].image
+            self._ahead = (index, self._read_ahead(lambda: to_array(image)))
+        if toward:
+            self._ahead[1].toward(device_x, device_y)
 
     def choose(self, region: Rect) -> None:
         """As if the candidate dragged ``region`` (desktop coordinates): for tests and demos."""

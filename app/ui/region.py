@@ -61,14 +61,13 @@ class Crop:
     """Device pixels within that screen's grab."""
 
 
-def screen_at(x: float, y: float, screens: list[ScreenGeometry]) -> int:
-    """The index of the screen holding the point (logical, desktop coordinates); the first
-    screen if none does."""
-    for index, screen in enumerate(screens):
-        box = screen.logical
-        if box.x <= x < box.right and box.y <= y < box.bottom:
-            return index
-    return 0
+def screen_at(x: float, y: float, screens: list[ScreenGeometry]) -> tuple[int, float, float]:
+    """The screen holding the point (logical, desktop coordinates; the first screen if none
+    does): its index, and the point in its grab's device pixels."""
+    index = next((i for i, s in enumerate(screens)
+                  if s.logical.x <= x < s.logical.right and s.logical.y <= y < s.logical.bottom), 0)
+    screen = screens[index]
+    return index, (x - screen.logical.x) * screen.ratio, (y - screen.logical.y) * screen.ratio
 
 
 MIN_LOGICAL = 8

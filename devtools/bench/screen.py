@@ -7,9 +7,9 @@ Mandarin; 1x and 2x; light and dark; and whole 1920x1080 screens):
 - "again" → text shown: the window's hide delay (where the window is over the region), the
   grab's conversion to pixels (a real QImage of the page) and the read, per page;
 - let go → text shown, for a region dragged over a frozen screen (each page placed on a
-  whole screen beside other text): the screen is read from the freeze on
-  (:mod:`app.screen.ahead`), so this is swept over how long the drag took (0 s: let go at
-  once), against the region read alone;
+  whole screen beside other text): the screen is read from the freeze on, nearest the press
+  first (:mod:`app.screen.ahead`; the press halfway through), so this is swept over how
+  long the drag took (0 s: let go at once), against the region read alone;
 - text confirmed → first answer token, a written question against a spoken one through
   the same engine and test server (relay profile), interleaved.
 
@@ -161,7 +161,9 @@ def read_ahead(pages: list[Page], threads: int, drags: tuple[float, ...] = DRAGS
                                "alone_cer": cer(alone.text, page.expected)}
         for drag in drags:
             ahead = ReadAhead(reader, partial(np.asarray, screen), page.language)
-            time.sleep(drag)
+            time.sleep(drag / 2)  # pointing at the first corner
+            ahead.toward(x0, y0)  # the press: then the drag to the other corner
+            time.sleep(drag / 2)
             let_go = time.perf_counter()
             reading = ahead.region(Region(x0, y0, x1, y1)) or reader.read(crop, page.language)
             row[f"drag_{drag}_s"] = grab + time.perf_counter() - let_go

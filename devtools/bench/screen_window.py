@@ -3,8 +3,9 @@ the screen, the overlay is up, the region is let go after a drag, the panel show
 
 A rendered problem page fills the screen.  Each round captures the same 1280x400 region
 once with the screen read while it is dragged and once without (alternating which goes
-first), for each drag time; the first capture of each process (the models' load) is
-reported apart.  Medians and the ratio with / without.
+first), for each drag time, the press at the region's corner halfway through it; the
+first capture of each process (the models' load) is reported apart.  Medians and the
+ratio with / without.
 
     DISPLAY=:99 .venv/bin/python -m devtools.bench.screen_window --drags 0,0.2,1.0,1.5 --rounds 3
 """
@@ -73,6 +74,7 @@ def main(argv: list[str] | None = None) -> int:
         mode, drag = plan[len(shown)]
         panel.clear()
         captures[mode].capture()
+        QTimer.singleShot(HIDE_MS + round(drag * 500), lambda: captures[mode].press(0, 0))  # halfway
         QTimer.singleShot(HIDE_MS + round(drag * 1000), lambda: captures[mode].choose(Rect(0, 0, 1280, 400)))
         QTimer.singleShot(HIDE_MS, watch)
 

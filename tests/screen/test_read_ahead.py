@@ -11,7 +11,16 @@ import pytest
 from rapidfuzz.distance import Levenshtein
 
 from app.screen.ahead import PADDING_HEIGHTS, ReadAhead, Region, clip, sort_lines
-from app.screen.ocr import STRIP_OVERLAP_PX, STRIP_PX, WIDEST_STRIP, Reader, _one_box_a_line, strips
+from app.screen.ocr import (
+    STRIP_OVERLAP_PX,
+    STRIP_PX,
+    WIDEST_STRIP,
+    Reader,
+    _distance,
+    _extent,
+    _one_box_a_line,
+    strips,
+)
 from app.screen.picture import Image, prepare
 from devtools.screen_pages import Page, render
 from tests.patience import NEVER_S
@@ -164,3 +173,25 @@ def test_lines_inside_cut_and_outside_a_region() -> None:
     inside, through = sort_lines(lines, Region(10, 0, 300, 100))
     assert inside == [0, 1] and through == [2]
     assert clip(lines[2], Region(10, 0, 300, 100)) == box(10, 70, 300, 90)
+
+
+def test_the_lines_nearest_where_the_drag_began_are_read_first() -> None:
+    reader = Reader(threads=1)  # one worker: the order is the order asked
+    prepared = prepare(render("problem").image)
+    corners = reader.detect(prepared)
+    assert corners is not None and len(corners) > 10
+    start = (prepared.image.shape[1] * 0.75, 0.0)  # the editor pane's top
+    stop, asked = threading.Event(), []
+
+    def near() -> tuple[float, float]:
+        asked.append(start)
+        if len(asked) == 4:
+            stop.set()  # after this line
+        return start
+
+    lines = reader.recognise(prepared, corners, stop, near)
+    distance = [_distance(_extent(c), start) for c in corners]
+    read = [i for i, line in enumerate(lines) if line is not None]
+    unread = [i for i, line in enumerate(lines) if line is None]
+    assert len(read) == 4 and max(distance[i] for i in read) <= min(distance[i] for i in unread)
+    assert any("class Solution" in (lines[i].text if lines[i] else "") for i in read)  # type: ignore[union-attr]

@@ -207,6 +207,10 @@ class FakeAhead:
         self.screen = screen()
         self.cancelled = False
         self.regions: list[Region] = []
+        self.towards: list[tuple[float, float]] = []
+
+    def toward(self, x: float, y: float) -> None:
+        self.towards.append((x, y))
 
     def cancel(self) -> None:
         self.cancelled = True
@@ -276,3 +280,32 @@ def test_the_panel_takes_the_text_read_ahead_and_reads_the_pixels_when_there_is_
     panel.add_capture(chat, Chosen(FakeAhead(lambda: chat), Region(0, 0, 10, 10)))  # type: ignore[arg-type]
     qtbot.waitUntil(lambda: bool(panel.box.toPlainText()), timeout=240_000)
     assert "Interviewer" in panel.box.toPlainText()  # None from the read ahead: the pixels are read
+
+
+def test_the_drag_begins_where_its_screen_is_read_nearest_lines_first(qtbot: QtBot) -> None:
+    """A press on the screen being read points it there (its device pixels); a press on
+    another screen reads that one instead."""
+    page = render("editor", scale=2).image
+    left = Grab(ScreenGeometry(Rect(0, 0, 760, 380), 2.0, (1520, 760)), qimage(page))
+    right = Grab(ScreenGeometry(Rect(760, 0, 760, 380), 1.0), qimage(page[:380, :760]))
+    window = QWidget()
+    qtbot.addWidget(window)
+    started: list[FakeAhead] = []
+
+    def start(screen: Callable[[], Image]) -> ReadAhead:
+        started.append(FakeAhead(screen))
+        return started[-1]  # type: ignore[return-value]
+
+    capture = RegionCapture(window, lambda *_: None, lambda message: None, grab=lambda: [left, right],
+                            desktop=lambda: None, read_ahead=start)
+    capture._grabs = [left, right]
+    capture._read_screen_at(100, 50)  # the pointer at the freeze: the left screen
+    left_overlay, right_overlay = RegionOverlay(left), RegionOverlay(right)
+    for overlay in (left_overlay, right_overlay):
+        qtbot.addWidget(overlay)
+        overlay.pressed.connect(capture.press)
+    qtbot.mousePress(left_overlay, Qt.MouseButton.LeftButton, pos=QPoint(30, 40))
+    assert len(started) == 1 and started[0].towards == [(60.0, 80.0)]  # 2x device pixels
+    qtbot.mousePress(right_overlay, Qt.MouseButton.LeftButton, pos=QPoint(30, 40))
+    assert started[0].cancelled and len(started) == 2
+    assert started[1].screen.shape == (380, 760, 3) and started[1].towards == [(30.0, 40.0)]
