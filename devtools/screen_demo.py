@@ -15,6 +15,12 @@ import os
 import sys
 import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from PySide6.QtWidgets import QLabel
+
+    from devtools.screen_pages import Theme
 
 ANSWER = """**Problem:** return the indices of the two numbers that add up to target.
 
@@ -36,6 +42,24 @@ class Solution:
 """
 
 
+def problem_on_screen(theme: Theme = "light") -> QLabel:
+    """A rendered problem page shown over the whole primary screen (kept alive by the caller)."""
+    from PySide6.QtCore import QRect
+    from PySide6.QtGui import QGuiApplication, QImage, QPixmap
+    from PySide6.QtWidgets import QLabel
+
+    from devtools.screen_pages import render
+
+    screen = QGuiApplication.primaryScreen().geometry()
+    page = render("problem", theme=theme, width=screen.width(), height=screen.height())
+    h, w = page.image.shape[:2]
+    background = QLabel()
+    background.setPixmap(QPixmap.fromImage(QImage(page.image.data, w, h, 3 * w, QImage.Format.Format_RGB888)))
+    background.setGeometry(QRect(0, 0, w, h))
+    background.show()
+    return background
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=Path("docs/screen-question.png"))
@@ -47,9 +71,8 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("XDG_DATA_HOME", tempfile.mkdtemp(prefix="screen-demo-"))
     os.environ["INTERVIEW_COPILOT_CONFIG_DIR"] = tempfile.mkdtemp(prefix="screen-demo-config-")
 
-    from PySide6.QtCore import QRect, QTimer
-    from PySide6.QtGui import QGuiApplication, QImage, QPixmap
-    from PySide6.QtWidgets import QLabel
+    from PySide6.QtCore import QTimer
+    from PySide6.QtGui import QGuiApplication
 
     from app.core.config import Settings
     from app.llm.endpoint import resolve_llm_endpoint
@@ -58,16 +81,10 @@ def main(argv: list[str] | None = None) -> int:
     from app.ui.region import Rect
     from app.ui.window import MainWindow
     from devtools.fake_server import FakeServer, Fault, Profile
-    from devtools.screen_pages import render
 
     app = ensure_app()
     screen = QGuiApplication.primaryScreen().geometry()
-    page = render("problem", theme=args.theme, width=screen.width(), height=screen.height())
-    h, w = page.image.shape[:2]
-    background = QLabel()
-    background.setPixmap(QPixmap.fromImage(QImage(page.image.data, w, h, 3 * w, QImage.Format.Format_RGB888)))
-    background.setGeometry(QRect(0, 0, w, h))
-    background.show()
+    background = problem_on_screen(args.theme)
 
     settings = Settings()
     settings.ui.theme = args.theme
@@ -108,6 +125,7 @@ def main(argv: list[str] | None = None) -> int:
         QTimer.singleShot(800, capture)
         QTimer.singleShot(300_000, app.quit)
         app.exec()
+        background.close()
         window.close_resources()
         session.shutdown()
     print(args.out if shot["done"] else "no screenshot: timed out", file=sys.stderr)

@@ -26,24 +26,19 @@ def main(argv: list[str] | None = None) -> int:
     if not os.environ.get("DISPLAY"):
         print("set DISPLAY (e.g. Xvfb :99 & DISPLAY=:99)", file=sys.stderr)
         return 2
-    from PySide6.QtCore import QRect, QTimer
-    from PySide6.QtGui import QGuiApplication, QImage, QPixmap
-    from PySide6.QtWidgets import QLabel, QWidget
+    from PySide6.QtCore import QTimer
+    from PySide6.QtGui import QGuiApplication
+    from PySide6.QtWidgets import QWidget
 
     from app.ui.app import ensure_app
     from app.ui.capture import HIDE_MS, RegionCapture
     from app.ui.capture_panel import CapturePanel
     from app.ui.region import Rect
-    from devtools.screen_pages import render
+    from devtools.screen_demo import problem_on_screen
 
     app = ensure_app()
     geometry = QGuiApplication.primaryScreen().geometry()
-    page = render("problem", width=geometry.width(), height=geometry.height())
-    h, w = page.image.shape[:2]
-    background = QLabel()
-    background.setPixmap(QPixmap.fromImage(QImage(page.image.data, w, h, 3 * w, QImage.Format.Format_RGB888)))
-    background.setGeometry(QRect(0, 0, w, h))
-    background.show()
+    background = problem_on_screen()
     window = QWidget()
     window.setGeometry(geometry.width() - 420, geometry.height() - 320, 400, 300)
     panel = CapturePanel(lambda *_: None, parent=window)
@@ -81,6 +76,7 @@ def main(argv: list[str] | None = None) -> int:
     QTimer.singleShot(500, next_round)
     QTimer.singleShot(600_000, app.quit)
     app.exec()
+    background.close()
     if len(shown) < len(plan):
         print("timed out", file=sys.stderr)
         return 1
