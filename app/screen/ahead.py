@@ -20,7 +20,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from app.screen.ocr import Corners, Line, Reader, Reading
+from app.screen.ocr import Corners, Line, Reader, Reading, extent
 from app.screen.picture import Image, Prepared, prepare
 
 _log = logging.getLogger(__name__)
@@ -73,9 +73,7 @@ class ReadAhead:
         self._toward: tuple[float, float] | None = None
         self.seconds: float | None = None
         """How long the read took until it ended (whole, stopped, or failed)."""
-        self._thread = threading.Thread(target=self._read, args=(screen,), name="screen-read-ahead",
-                                        daemon=True)
-        self._thread.start()
+        threading.Thread(target=self._read, args=(screen,), name="screen-read-ahead", daemon=True).start()
 
     @property
     def done(self) -> bool:
@@ -141,16 +139,15 @@ def sort_lines(lines: list[Corners], region: Region) -> tuple[list[int], list[in
     inside: list[int] = []
     cut: list[int] = []
     for i, line in enumerate(lines):
-        xs = [p[0] for p in line]
-        ys = [p[1] for p in line]
-        height = max(ys) - min(ys)
+        x0, y0, x1, y1 = extent(line)
+        height = y1 - y0
         slack = PADDING_HEIGHTS * height
-        if (min(xs) >= region.x0 - slack and max(xs) <= region.x1 + slack
-                and min(ys) >= region.y0 - slack and max(ys) <= region.y1 + slack):
+        if (x0 >= region.x0 - slack and x1 <= region.x1 + slack
+                and y0 >= region.y0 - slack and y1 <= region.y1 + slack):
             inside.append(i)
             continue
-        wide = min(max(xs), region.x1) - max(min(xs), region.x0)
-        tall = min(max(ys), region.y1) - max(min(ys), region.y0)
+        wide = min(x1, region.x1) - max(x0, region.x0)
+        tall = min(y1, region.y1) - max(y0, region.y0)
         if wide >= height / 2 and tall >= height / 2:
             cut.append(i)
     return inside, cut

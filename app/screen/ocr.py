@@ -239,8 +239,8 @@ def _one_box_a_line(boxes: list[Corners]) -> list[Corners]:
     strip's edge cut the other)."""
     kept: list[tuple[float, float, float, float]] = []
     out: list[Corners] = []
-    for box in sorted(boxes, key=lambda b: -_area(_extent(b))):
-        x0, y0, x1, y1 = _extent(box)
+    for box in sorted(boxes, key=lambda b: -_area(extent(b))):
+        x0, y0, x1, y1 = extent(box)
         if not any(_shared(x0, x1, k[0], k[2]) > 0.5 and _shared(y0, y1, k[1], k[3]) > 0.5 for k in kept):
             kept.append((x0, y0, x1, y1))
             out.append(box)
@@ -262,7 +262,7 @@ def _recognise(engine: Any, pool: ThreadPoolExecutor, workers: int, image: Image
     ``workers`` threads each take the next line as they finish one: the widest first (so the
     last to finish is short), or the nearest to ``near``'s point when it gives one."""
     crops = engine.crop_text_regions(image, np.asarray(corners, dtype=np.float32))
-    extents = [_extent(c) for c in corners]
+    extents = [extent(c) for c in corners]
     pending = sorted(range(len(crops)), key=lambda i: -crops[i].shape[1] / max(1, crops[i].shape[0]))
     out: list[tuple[str, float] | None] = [None] * len(crops)
     lock = threading.Lock()
@@ -285,7 +285,8 @@ def _recognise(engine: Any, pool: ThreadPoolExecutor, workers: int, image: Image
     return out
 
 
-def _extent(corners: Corners) -> tuple[float, float, float, float]:
+def extent(corners: Corners) -> tuple[float, float, float, float]:
+    """A line's upright bounds: (x0, y0, x1, y1)."""
     xs, ys = [p[0] for p in corners], [p[1] for p in corners]
     return min(xs), min(ys), max(xs), max(ys)
 

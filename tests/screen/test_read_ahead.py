@@ -17,8 +17,8 @@ from app.screen.ocr import (
     WIDEST_STRIP,
     Reader,
     _distance,
-    _extent,
     _one_box_a_line,
+    extent,
     strips,
 )
 from app.screen.picture import Image, prepare
@@ -190,7 +190,7 @@ def test_the_lines_nearest_where_the_drag_began_are_read_first() -> None:
         return start
 
     lines = reader.recognise(prepared, corners, stop, near)
-    distance = [_distance(_extent(c), start) for c in corners]
+    distance = [_distance(extent(c), start) for c in corners]
     read = [i for i, line in enumerate(lines) if line is not None]
     unread = [i for i, line in enumerate(lines) if line is None]
     assert len(read) == 4 and max(distance[i] for i in read) <= min(distance[i] for i in unread)
