@@ -293,7 +293,7 @@ class RegionCapture(QObject):
             self._ahead[1].cancel()
             self._ahead = None
         if self._ahead is None:
-            image = self._grabs[index].image
+            image = QImage(self._grabs[index].image)  # its own instance for the read's thread
             self._ahead = (index, self._read_ahead(lambda: to_array(image)))
         if toward:
             self._ahead[1].toward(device_x, device_y)
