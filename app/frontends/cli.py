@@ -39,6 +39,8 @@ if TYPE_CHECKING:
 
 EXIT_OK, EXIT_FAILED, EXIT_CONFIG, EXIT_UNANSWERED = 0, 1, 2, 3
 EXIT_INTERRUPTED, EXIT_TERMINATED = 130, 143
+EXIT_PIPE_CLOSED = 141
+"""128 + SIGPIPE: what a shell reports for a command whose output's reader left (``| head``)."""
 
 TRACE_TEXT_WARNING = {
     "otlp": "--trace-text: what the interviewer and you say, and the answers, are sent with the traces "
@@ -59,8 +61,12 @@ def exit_process(code: int) -> NoReturn:
     within a few seconds of the loss, not whenever the native libraries let go.
     """
     for stream in (sys.stdout, sys.stderr):
-        with contextlib.suppress(Exception):
+        try:
             stream.flush()
+        except BrokenPipeError:  # what was left to print had no reader (``| head``)
+            code = code or EXIT_PIPE_CLOSED
+        except Exception:  # a stream that cannot flush now has nowhere to say so
+            pass
     logging.shutdown()
     os._exit(code)
 
@@ -76,6 +82,8 @@ def main(argv: list[str] | None = None) -> int:
         _install_redaction()
         try:
             return _command(sys.argv[1:] if argv is None else argv)
+        except BrokenPipeError:  # the reader of our output left: nothing to say, nowhere to say it
+            return EXIT_PIPE_CLOSED
         except Exception as exc:  # a defect: one redacted line; the traceback to the debug log
             logging.getLogger(__name__).debug("the command failed", exc_info=exc)
             print(f"error: {unexpected(exc)}", file=sys.stderr)

@@ -45,3 +45,16 @@ def test_not_an_image_nothing_readable_and_all_black_exit_2_with_one_line(tmp_pa
         assert done.returncode == 2, (path, done.stdout, done.stderr)
         lines = [line for line in done.stderr.splitlines() if line.strip()]
         assert len(lines) == 1 and words in lines[0] and "Traceback" not in done.stderr, done.stderr
+
+
+def test_output_piped_into_a_reader_that_leaves_is_not_an_error(tmp_path: Path) -> None:
+    """``read shot.png | head -1``: the pipe closes under us; nothing is said, the shell's
+    code for it is the exit code."""
+    page = str(render("problem").save(tmp_path / "problem.png"))
+    child = subprocess.Popen([sys.executable, "-m", "app", "read", page], cwd=ROOT, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin",
+                                                          "HOME": str(tmp_path)})
+    assert child.stdout is not None and child.stderr is not None
+    child.stdout.close()  # the reader leaves before the text is printed
+    assert child.wait(timeout=240) == 141
+    assert child.stderr.read() == b""
