@@ -7,8 +7,8 @@ cuts through read again from their part inside it, and the lines inside it that 
 had not reached yet read then.  The detector's pass over the screen costs a few tenths of a
 second more than over the region alone; every line read before the release is time saved.
 
-No thread here is the UI's: the read runs on its own thread (the reader's workers below
-the listening work, decision 0056), and :meth:`ReadAhead.region` is called off the UI
+No thread here is the UI's: the read runs on its own thread, below the listening work like
+the reader's workers (decision 0056), and :meth:`ReadAhead.region` is called off the UI
 thread too.
 """
 
@@ -20,6 +20,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from app.platform.priority import lower_this_thread
 from app.screen.ocr import Corners, Line, Reader, Reading, extent
 from app.screen.picture import Image, Prepared, prepare
 
@@ -120,6 +121,7 @@ class ReadAhead:
         return self._reader.reading(kept, prepared, self._language, time.perf_counter() - started)
 
     def _read(self, screen: Callable[[], Image]) -> None:
+        lower_this_thread()  # all of it may be thrown away: it never goes before listening
         started = time.perf_counter()
         try:
             prepared = prepare(screen())

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 from rapidfuzz.distance import Levenshtein
 
+from app.screen import ahead as ahead_module
 from app.screen.ahead import PADDING_HEIGHTS, ReadAhead, Region, clip, sort_lines
 from app.screen.ocr import (
     STRIP_OVERLAP_PX,
@@ -195,3 +196,14 @@ def test_the_lines_nearest_where_the_drag_began_are_read_first() -> None:
     unread = [i for i, line in enumerate(lines) if line is None]
     assert len(read) == 4 and max(distance[i] for i in read) <= min(distance[i] for i in unread)
     assert any("class Solution" in (lines[i].text if lines[i] else "") for i in read)  # type: ignore[union-attr]
+
+
+def test_the_read_ahead_runs_below_the_listening_work(reader: Reader,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """All of it may be thrown away, so even its own thread (the screen's conversion and
+    preparing) is lowered, not only the reader's workers."""
+    lowered: list[str] = []
+    name = threading.current_thread
+    monkeypatch.setattr(ahead_module, "lower_this_thread", lambda: lowered.append(name().name))
+    ReadAhead(reader, lambda: render("chat").image).wait(NEVER_S)
+    assert lowered == ["screen-read-ahead"]
