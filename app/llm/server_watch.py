@@ -141,10 +141,15 @@ class ServerWatch:
         threading.Thread(target=self._watch, args=(child,), name="server-watch", daemon=True).start()
 
     def _watch(self, child: subprocess.Popen[bytes]) -> None:
-        while child.poll() is None:
+        """Looks under the lock, like :meth:`_live_url`: on POSIX ``poll()`` answers None
+        ("running") while another thread is inside its ``waitpid``, so two lookers at once
+        could route a request to a dead child's port."""
+        while True:
+            with self._lock:
+                if child.poll() is not None:
+                    self._died_locked(child)
+                    return
             time.sleep(POLL_S)
-        with self._lock:
-            self._died_locked(child)
 
     def _restart(self, code: int | None) -> None:
         self._say(f"The local LLM server stopped (exit code {code}); restarting it. Nothing is sent to "
