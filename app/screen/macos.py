@@ -7,7 +7,10 @@ macOS); when missing, the system's own prompt is asked for once
 (``CGRequestScreenCaptureAccess``) and the capture is not attempted: the message names the
 setting.  The bundle declares ``NSScreenCaptureUsageDescription`` (packaging/macos/Info.plist).
 With the permission, each display is taken through ScreenCaptureKit
-(:func:`capture_displays`), the system's current capture API.
+(:func:`capture_displays`), the system's current capture API, with our own windows left
+out of the picture by its content filter: so the window need not be hidden first, and no
+wait for it to leave the screen is spent.  Only our own screenshot leaves us out; what
+other apps capture (a call's screen share) still shows the window.
 """
 
 from __future__ import annotations
@@ -64,9 +67,11 @@ class CaptureFailed(RuntimeError):
 
 
 def capture_displays(sck: ModuleType | Any | None = None, quartz: ModuleType | Any | None = None,
-                     timeout_s: float = SCREENSHOT_TIMEOUT_S) -> list[DisplayShot]:
+                     timeout_s: float = SCREENSHOT_TIMEOUT_S,
+                     leave_out: int | None = None) -> list[DisplayShot]:
     """Every display, now, through ``SCScreenshotManager`` (macOS 14+): Qt's grab goes through
-    ``CGDisplayCreateImage``, which macOS 15 obsoletes and answers with the wallpaper."""
+    ``CGDisplayCreateImage``, which macOS 15 obsoletes and answers with the wallpaper.
+    ``leave_out``: a process id whose windows the pictures leave out (ours)."""
     if sck is None or quartz is None:
         import Quartz
         import ScreenCaptureKit
@@ -74,9 +79,11 @@ def capture_displays(sck: ModuleType | Any | None = None, quartz: ModuleType | A
         sck, quartz = ScreenCaptureKit, Quartz
     content = _wait(sck.SCShareableContent.getShareableContentWithCompletionHandler_, timeout_s,
                     "the list of displays")
+    left_out = _apps_of(content, leave_out)
     shots = []
     for display in content.displays():
-        content_filter = sck.SCContentFilter.alloc().initWithDisplay_excludingWindows_(display, [])
+        content_filter = (sck.SCContentFilter.alloc()
+                          .initWithDisplay_excludingApplications_exceptingWindows_(display, left_out, []))
         scale = float(content_filter.pointPixelScale()) or 1.0
         frame = display.frame()
         config = sck.SCStreamConfiguration.alloc().init()
@@ -89,6 +96,14 @@ def capture_displays(sck: ModuleType | Any | None = None, quartz: ModuleType | A
                  float(frame.size.width), float(frame.size.height))
         shots.append(DisplayShot(where, rgb_pixels(quartz, image)))
     return shots
+
+
+def _apps_of(content: Any, pid: int | None) -> list[Any]:
+    """The running application ``pid`` is, as the shareable content lists it (none if it is
+    not listed: an app with no window yet, which has nothing on the screen to leave out)."""
+    if pid is None:
+        return []
+    return [app for app in content.applications() if int(app.processID()) == pid]
 
 
 def rgb_pixels(quartz: Any, image: Any) -> npt.NDArray[np.uint8]:

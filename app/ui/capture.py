@@ -7,7 +7,8 @@ Each screen gets a frameless overlay showing its frozen picture, dimmed, with th
 region lit; Escape cancels. The region is cut from the grab in device pixels
 (:func:`app.ui.region.device_crop`), so a 2x screen gives its full detail. "Again" cuts
 the last region from fresh grabs, without the overlay (a problem that scrolls), and without
-hiding our window when it lies outside that region. Wayland
+hiding our window when it lies outside that region. macOS's grab leaves our windows out,
+so there the window is never hidden. Wayland
 (and XWayland) gives no client the screen: there the desktop's screenshot portal
 (:mod:`app.ui.portal`) shows its own picker, and its picture is the capture, with no
 overlay ("again" asks the portal again). A capture that is all one colour is named with
@@ -49,7 +50,11 @@ StartReadAhead = Callable[[Callable[[], Image]], ReadAhead]
 
 HIDE_MS = 200
 """Time for the compositor to take our hidden window off the screen before the grab (not
-waited where "again" cuts a region our window is outside of)."""
+waited where "again" cuts a region our window is outside of, nor where the grab leaves our
+window out)."""
+GRAB_LEAVES_US_OUT = sys.platform == "darwin"
+"""Whether :func:`grab_screens` leaves our own windows out of its pictures: macOS's
+ScreenCaptureKit filter does, so there the window is never hidden and no HIDE_MS is waited."""
 
 
 class Screenshot(Protocol):
@@ -187,15 +192,17 @@ class RegionCapture(QObject):
     def __init__(self, window: QWidget, deliver: Deliver, fail: Callable[[str], object],
                  grab: Callable[[], list[Grab]] = grab_screens,
                  desktop: Callable[[], Screenshot | None] = desktop_screenshot,
-                 read_ahead: StartReadAhead | None = None) -> None:
+                 read_ahead: StartReadAhead | None = None, grab_leaves_us_out: bool = False) -> None:
         """``desktop``: where the desktop takes the screenshot itself (Wayland), else None.
         ``read_ahead``: read the screen under the pointer while the region is dragged
-        (:mod:`app.screen.ahead`)."""
+        (:mod:`app.screen.ahead`).  ``grab_leaves_us_out``: ``grab``'s pictures never show
+        our window (:data:`GRAB_LEAVES_US_OUT`), so it stays up."""
         super().__init__(window)
         self._window = window
         self._deliver = deliver
         self._fail = fail
         self._grab = grab
+        self._grab_leaves_us_out = grab_leaves_us_out
         self._desktop = desktop()
         self._overlays: list[RegionOverlay] = []
         self._grabs: list[Grab] = []
@@ -220,8 +227,9 @@ class RegionCapture(QObject):
             return
         desktop = self._desktop
         again = again and self.last_region is not None
-        if desktop is None and again and not self._in_picture(self.last_region):
-            self._frozen(again)  # our window is not in the region: nothing to wait for
+        shown = not self._grab_leaves_us_out and (not again or self._in_picture(self.last_region))
+        if desktop is None and not shown:
+            self._frozen(again)  # our window is not in the picture: nothing to wait for
             return
         self._window.hide()
         if desktop is not None:

@@ -1,12 +1,15 @@
 """macOS's grab: each display through ScreenCaptureKit (:func:`app.screen.macos.capture_displays`),
 as the :class:`~app.ui.capture.Grab` list the region overlay and the cut expect.
 
-A display's frame is in points, the desktop's coordinates on macOS, which are Qt's logical
+Our own windows are left out of the pictures (ScreenCaptureKit's filter), so the capture
+does not hide the window first (:data:`app.ui.capture.GRAB_LEAVES_US_OUT`).  A display's
+frame is in points, the desktop's coordinates on macOS, which are Qt's logical
 ones; its picture is in device pixels, so the ratio is the picture's width over the frame's.
 """
 
 from __future__ import annotations
 
+import os
 from types import ModuleType
 from typing import Any
 
@@ -19,7 +22,7 @@ from app.ui.region import Rect, ScreenGeometry
 
 def grab_displays(sck: ModuleType | Any | None = None, quartz: ModuleType | Any | None = None) -> list[Grab]:
     """Every display, frozen now; a refusal or a timeout raises with the sentence to show."""
-    shots = capture_displays(sck, quartz)
+    shots = capture_displays(sck, quartz, leave_out=os.getpid())
     if not shots:
         raise CaptureFailed("macOS listed no display to capture")
     return [to_grab(shot) for shot in shots]

@@ -47,7 +47,7 @@ from app.observing.timeline import Timeline
 from app.ui import theme as themes
 from app.ui.banner import BannerArea
 from app.ui.bridge import BusPoster, EventBridge
-from app.ui.capture import RegionCapture
+from app.ui.capture import GRAB_LEAVES_US_OUT, RegionCapture
 from app.ui.capture_panel import CapturePanel
 from app.ui.hotkeys import GlobalBackend, HotkeyManager
 from app.ui.latency_view import LatencyView
@@ -104,7 +104,8 @@ class MainWindow(QMainWindow):
                                           language=settings.screen.language)
         self.region = RegionCapture(self, self.capture_panel.add_capture,
                                     lambda message: self.banners.show_message("error", "Screen", message),
-                                    read_ahead=self.capture_panel.read_ahead)
+                                    read_ahead=self.capture_panel.read_ahead,
+                                    grab_leaves_us_out=GRAB_LEAVES_US_OUT)
         self.status = StatusPanel()
         self._build_controls()
         central = QWidget()

@@ -114,17 +114,32 @@ class FakeQuartz:
         return rows.tobytes()
 
 
+class App:
+    """A running application as the shareable content lists it."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+
+    def processID(self) -> int:
+        return self.pid
+
+
 class FakeSCK:
     """ScreenCaptureKit's three classes; answers come on another thread, as the real one's do."""
 
-    def __init__(self, displays: list[Display], *, error: Error | None = None, silent: bool = False) -> None:
+    def __init__(self, displays: list[Display], *, error: Error | None = None, silent: bool = False,
+                 apps: list[App] | None = None) -> None:
         sck = self
         self.configs: list[Any] = []
+        self.left_out: list[list[App]] = []
+        """The applications each display's filter left out."""
+        listed = apps or []
 
         class SCShareableContent:
             @staticmethod
             def getShareableContentWithCompletionHandler_(done: Any) -> None:
-                content = type("Content", (), {"displays": lambda self: displays})()
+                content = type("Content", (), {"displays": lambda self: displays,
+                                               "applications": lambda self: listed})()
                 threading.Thread(target=done, args=(content, None)).start()
 
         class SCContentFilter:
@@ -132,9 +147,10 @@ class FakeSCK:
             def alloc(cls) -> SCContentFilter:
                 return cls()
 
-            def initWithDisplay_excludingWindows_(self, display: Display,
-                                                  windows: list[Any]) -> SCContentFilter:
+            def initWithDisplay_excludingApplications_exceptingWindows_(
+                    self, display: Display, apps: list[App], windows: list[Any]) -> SCContentFilter:
                 assert windows == []
+                sck.left_out.append(list(apps))
                 self.display = display
                 return self
 
@@ -182,6 +198,16 @@ def test_each_display_is_taken_in_device_pixels_where_it_sits() -> None:
     assert [s.frame for s in shots] == [(0, 0, 1512, 982), (1512, -200, 1920, 1080)]
     assert [s.pixels.shape for s in shots] == [(1964, 3024, 3), (1080, 1920, 3)]
     assert all(c.cursor is False for c in sck.configs)
+
+
+def test_our_own_windows_are_left_out_of_every_display_and_nobody_elses() -> None:
+    """The capture then need not hide our window first (no wait for it to leave the screen)."""
+    ours, other = App(4242), App(77)
+    sck = FakeSCK([Display(0, 0, 800, 600, 1.0), Display(800, 0, 800, 600, 1.0)], apps=[other, ours])
+    capture_displays(sck, FakeQuartz(), leave_out=4242)
+    assert sck.left_out == [[ours], [ours]]
+    capture_displays(sck, FakeQuartz())  # nobody named: the whole screen
+    assert sck.left_out[2:] == [[], []]
 
 
 def test_the_picture_is_rgb_whatever_the_rows_padding() -> None:

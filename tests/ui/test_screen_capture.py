@@ -109,7 +109,8 @@ class Watched:
     visible_at_grab: list[bool]
 
 
-def watched_capture(qtbot: QtBot, geometry: tuple[int, int, int, int] | None = None) -> Watched:
+def watched_capture(qtbot: QtBot, geometry: tuple[int, int, int, int] | None = None,
+                    leaves_us_out: bool = False) -> Watched:
     page = render("editor", scale=2).image
     grab = Grab(ScreenGeometry(Rect(0, 0, 760, 380), 2.0, (1520, 760)), qimage(page))
     window = QWidget()
@@ -124,7 +125,8 @@ def watched_capture(qtbot: QtBot, geometry: tuple[int, int, int, int] | None = N
         return [grab]
 
     got: list[Image] = []
-    capture = RegionCapture(window, keep(got), lambda message: None, grab=grab_screens, desktop=lambda: None)
+    capture = RegionCapture(window, keep(got), lambda message: None, grab=grab_screens, desktop=lambda: None,
+                            grab_leaves_us_out=leaves_us_out)
     return Watched(page, window, capture, got, visible_at_grab)
 
 
@@ -157,6 +159,18 @@ def test_again_outside_our_window_grabs_at_once_and_leaves_the_window_alone(qtbo
     assert not window.isVisible()
     qtbot.waitUntil(lambda: len(got) == 2, timeout=WAIT_MS)
     assert visible_at_grab == [True, False] and window.isVisible()
+
+
+def test_a_grab_that_leaves_our_window_out_never_hides_it_nor_waits(qtbot: QtBot) -> None:
+    """macOS's filter: the overlay is up at once, and "again" over our window cuts at once."""
+    w = watched_capture(qtbot, (0, 0, 300, 200), leaves_us_out=True)
+    window, capture, got, visible_at_grab = w.window, w.capture, w.got, w.visible_at_grab
+    capture.capture()
+    assert capture.busy and visible_at_grab == [True] and window.isVisible()  # no timer
+    capture.choose(Rect(10, 20, 300, 100))
+    assert window.isVisible() and got[0].shape == (200, 600, 3)
+    capture.capture(again=True)  # the region lies under our window
+    assert visible_at_grab == [True, True] and window.isVisible() and len(got) == 2
 
 
 def test_escape_over_the_frozen_screen_cancels_and_gives_the_window_back(qtbot: QtBot) -> None:
