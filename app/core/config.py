@@ -147,6 +147,12 @@ class LanguageWords(_Section):
     recogniser closes a marker with a full stop as readily as a question, so the full stop
     says nothing; a "?" after it does ("…, actually?" asks).  A one-word marker counts
     after a clause boundary only ("How well?" is no marker, "…? Well," is)."""
+    verb_pending: list[str] = Field(default_factory=list)
+    """Endings that still lack their verb, whatever "?" the recogniser put after them: in
+    Mandarin "why" and "how" stand before the verb, so a pause after "你为什么" or "你是怎么"
+    is inside the question ("你为什么……想加入我们？"): a thinking pause.  English has none:
+    the words model reads its open endings ("Why did you").  A Chinese one counts after
+    anything, another after a clause boundary only."""
     fillers: list[str] = Field(default_factory=list)
     """Dropped when comparing questions ("um", 嗯, 那个)."""
     question_openers: list[str] = Field(default_factory=list)
@@ -167,6 +173,9 @@ _AUXILIARIES = ["do", "does", "did", "is", "are", "was", "were", "am", "have", "
 """What opens an English question: a wh-word, or an auxiliary before its subject; "when"
 and "where" open a question only before an auxiliary ("When did you…?", not "When you
 joined…,")."""
+
+_ZH_SUBJECTS = ("你", "您", "你们", "我们", "咱们", "他", "她", "他们")
+"""The pronouns an interviewer's question opens with, before 为什么 or 怎么 and the verb."""
 
 DEFAULT_WORDS: dict[str, dict[str, list[str]]] = {
     "en": {
@@ -195,6 +204,8 @@ DEFAULT_WORDS: dict[str, dict[str, list[str]]] = {
         "question_words": ["什么", "怎么", "为什么", "哪", "多少"],
         "thinking_words": ["然后", "所以", "但是", "还有", "就是"],
         "more_words": ["还有", "另外", "就是说", "我的意思是"],
+        "verb_pending": [f"{who}{also}{how}" for who in _ZH_SUBJECTS for also in ("", "是")
+                         for how in ("为什么", "怎么")],
         "fillers": ["嗯", "呃", "啊", "那个"],
         "request_words": ["请", "介绍", "说说", "说一说", "说一下", "讲讲", "讲一讲", "讲一下", "讲一个",
                           "谈谈", "谈一谈", "描述", "解释", "分享", "比较", "举个例子", "举一个例子",

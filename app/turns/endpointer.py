@@ -20,6 +20,7 @@ from app.core.text import is_cjk, question_key, tags_of
 from app.turns.policy import Evidence, TextCues, Wait, decide
 
 _TRAILING_PUNCT = re.compile(r"[\s\.,!;:…。，！；：、\-—]+$")
+_TRAILING_PUNCT_OR_MARK = re.compile(r"[\s\.,!?;:…。，！？；：、\-—]+$")
 _LEARNED_PAUSES = 8
 
 
@@ -174,6 +175,7 @@ class Endpointer:
         self._tags = tags_of(self._end_words)
         self._thinking = [w.lower() for w in lists.thinking_words]
         self._more = [w.lower().strip() for w in lists.more_words if w.strip()]
+        self._verb_pending = [w.lower().strip() for w in lists.verb_pending if w.strip()]
         self._particles = [w.lower() for w in lists.final_particles]
         self._question_words = [w.lower() for w in lists.question_words]
         self._openers = [w.lower() for w in (*lists.question_openers, *lists.request_words)
@@ -327,7 +329,7 @@ class Endpointer:
             tag=tag,
             question=(text.rstrip().endswith(("?", "？"))
                       or self._holds_question_word(text)),
-            trailing=self.trails_off(text) or self.announces_more(text),
+            trailing=self.trails_off(text) or self.announces_more(text) or self.lacks_its_verb(text),
             question_streak=turn.question_streak,
             # a statement is judged on words a pass heard up to the voice's end: an older
             # partial may stop before the question word ("如果线上出了故障，" for "…怎么排查？")
@@ -440,6 +442,17 @@ class Endpointer:
             if not head[-1].isspace() and head[-1] not in _BOUNDARY:
                 continue  # inside a longer word: "farewell"
             if " " in marker or head.rstrip()[-1:] in _BOUNDARY:
+                return True
+        return False
+
+    def lacks_its_verb(self, text: str) -> bool:
+        """Ends in words whose verb is still to come ("你为什么？", "你是怎么"), whatever
+        punctuation the recogniser closed them with (``verb_pending``)."""
+        bare = _TRAILING_PUNCT_OR_MARK.sub("", text.strip().lower())
+        for ending in self._verb_pending:
+            head = bare[: len(bare) - len(ending)]
+            if bare.endswith(ending) and (is_cjk(ending[0]) or not head or head[-1].isspace()
+                                          or head[-1] in _BOUNDARY):
                 return True
         return False
 

@@ -73,3 +73,34 @@ def test_a_marker_after_a_finished_question_waits_the_thinking_pause() -> None:
     wait = ep.wait()
     assert wait is not None
     assert (wait.verdict, wait.endpoint_ms) == ("thinking", cfg.endpoint_thinking_silence_ms)
+
+
+@pytest.mark.parametrize("text", ["你为什么？", "那你是怎么", "我们为什么。", "所以您是怎么？"])
+def test_mandarin_why_or_how_before_its_verb_is_a_thinking_pause(text: str) -> None:
+    """为什么 and 怎么 stand before the verb: "你为什么……想加入我们？" is one question."""
+    assert cues_trailing(text, "zh")
+
+
+@pytest.mark.parametrize("text", ["这是为什么？", "为什么？", "你怎么看？", "你为什么想加入我们公司？",
+                                  "你是怎么做技术选型的？"])
+def test_a_mandarin_why_or_how_with_its_verb_or_standing_alone_holds_nothing(text: str) -> None:
+    assert not cues_trailing(text, "zh")
+
+
+def test_a_why_before_its_verb_is_not_ended_by_the_question_rule() -> None:
+    """The recogniser's "？" after "你为什么" closed the turn at the question wait (400 ms),
+    and an answer to "Why are you?" showed until the interviewer went on."""
+    cfg = TurnConfig()
+    ep = Endpointer(cfg, "zh")
+    ep.speech_started(1, 0.5)
+    t = 0.5
+    while t < 1.2 - 1e-9:
+        t = round(t + 0.03, 3)
+        ep.voiced(t)
+        ep.tick(t)
+    for at in (1.3, 1.45):  # pass after pass hears the same "question"
+        ep.partial(1, "你为什么？", "", 1.2, at)
+    ends = [t for t in (1.6, 1.7, 1.9) if any(isinstance(d, Endpoint) for d in ep.tick(t))]
+    assert ends == []
+    wait = ep.wait()
+    assert wait is not None and wait.verdict == "thinking"
