@@ -352,9 +352,11 @@ class RegionCapture(QObject):
         self._overlays.clear()
 
     def _restore(self) -> None:
+        """The window back and in front, hidden for the grab or not (macOS's grab leaves it
+        up, maybe under the problem's window): the text read shows in it."""
         if self._window.isHidden():
             self._window.showNormal()
-            self._window.raise_()
+        self._window.raise_()
 
 
 def _permission_problem() -> str | None:

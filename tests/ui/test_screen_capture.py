@@ -98,12 +98,24 @@ def test_a_dropped_capture_leaves_the_question_and_a_sixth_is_refused(qtbot: QtB
     assert len(panel.captures) == 1 and panel.thumbs.count() == 1
 
 
+class Raised(QWidget):
+    """A window that counts the times it was brought to the front."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.raised = 0
+
+    def raise_(self) -> None:
+        self.raised += 1
+        super().raise_()
+
+
 @dataclass
 class Watched:
     """A shown window, a capture of a 2x editor page, and whether the window was visible at
     each grab."""
     page: Image
-    window: QWidget
+    window: Raised
     capture: RegionCapture
     got: list[Image]
     visible_at_grab: list[bool]
@@ -113,7 +125,7 @@ def watched_capture(qtbot: QtBot, geometry: tuple[int, int, int, int] | None = N
                     leaves_us_out: bool = False) -> Watched:
     page = render("editor", scale=2).image
     grab = Grab(ScreenGeometry(Rect(0, 0, 760, 380), 2.0, (1520, 760)), qimage(page))
-    window = QWidget()
+    window = Raised()
     qtbot.addWidget(window)
     if geometry is not None:
         window.setGeometry(*geometry)
@@ -169,8 +181,10 @@ def test_a_grab_that_leaves_our_window_out_never_hides_it_nor_waits(qtbot: QtBot
     assert capture.busy and visible_at_grab == [True] and window.isVisible()  # no timer
     capture.choose(Rect(10, 20, 300, 100))
     assert window.isVisible() and got[0].shape == (200, 600, 3)
+    assert window.raised == 1  # in front, where the text read shows: it may be under the problem
     capture.capture(again=True)  # the region lies under our window
     assert visible_at_grab == [True, True] and window.isVisible() and len(got) == 2
+    assert window.raised == 2
 
 
 def test_escape_over_the_frozen_screen_cancels_and_gives_the_window_back(qtbot: QtBot) -> None:
