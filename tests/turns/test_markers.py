@@ -7,6 +7,7 @@ import pytest
 
 from app.core.config import TurnConfig
 from app.turns.endpointer import Endpoint, Endpointer, OpenTurn
+from tests.turns.test_policy import speak_until
 
 
 def cues_trailing(text: str, language: str = "en", cfg: TurnConfig | None = None) -> bool:
@@ -59,11 +60,7 @@ def test_a_marker_after_a_finished_question_waits_the_thinking_pause() -> None:
     ep = Endpointer(cfg, "en")
     ep.expect_words(True)
     ep.speech_started(1, 0.5)
-    t = 0.5
-    while t < 2.0 - 1e-9:
-        t = round(t + 0.03, 3)
-        ep.voiced(t)
-        ep.tick(t)
+    speak_until(ep, 2.0)
     text = "What is the difference between TCP and UDP? Actually."
     ep.partial(1, text, "", 2.0, 2.05)
     # even words the model called finished: the marker says more is coming
@@ -93,11 +90,7 @@ def test_a_why_before_its_verb_is_not_ended_by_the_question_rule() -> None:
     cfg = TurnConfig()
     ep = Endpointer(cfg, "zh")
     ep.speech_started(1, 0.5)
-    t = 0.5
-    while t < 1.2 - 1e-9:
-        t = round(t + 0.03, 3)
-        ep.voiced(t)
-        ep.tick(t)
+    speak_until(ep, 1.2)
     for at in (1.3, 1.45):  # pass after pass hears the same "question"
         ep.partial(1, "你为什么？", "", 1.2, at)
     ends = [t for t in (1.6, 1.7, 1.9) if any(isinstance(d, Endpoint) for d in ep.tick(t))]
