@@ -152,7 +152,7 @@ class LanguageWords(_Section):
     Mandarin "why" and "how" stand before the verb, so a pause after "你为什么" or "你是怎么"
     is inside the question ("你为什么……想加入我们？"): a thinking pause.  English has none:
     the words model reads its open endings ("Why did you").  A Chinese one counts after
-    anything, another after a clause boundary only."""
+    anything, another as whole words."""
     fillers: list[str] = Field(default_factory=list)
     """Dropped when comparing questions ("um", 嗯, 那个)."""
     question_openers: list[str] = Field(default_factory=list)

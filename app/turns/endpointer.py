@@ -20,7 +20,6 @@ from app.core.text import is_cjk, question_key, tags_of
 from app.turns.policy import Evidence, TextCues, Wait, decide
 
 _TRAILING_PUNCT = re.compile(r"[\s\.,!;:…。，！；：、\-—]+$")
-_TRAILING_PUNCT_OR_MARK = re.compile(r"[\s\.,!?;:…。，！？；：、\-—]+$")
 _LEARNED_PAUSES = 8
 
 
@@ -448,13 +447,7 @@ class Endpointer:
     def lacks_its_verb(self, text: str) -> bool:
         """Ends in words whose verb is still to come ("你为什么？", "你是怎么"), whatever
         punctuation the recogniser closed them with (``verb_pending``)."""
-        bare = _TRAILING_PUNCT_OR_MARK.sub("", text.strip().lower())
-        for ending in self._verb_pending:
-            head = bare[: len(bare) - len(ending)]
-            if bare.endswith(ending) and (is_cjk(ending[0]) or not head or head[-1].isspace()
-                                          or head[-1] in _BOUNDARY):
-                return True
-        return False
+        return self._ends_with(text, self._verb_pending)
 
     def key(self, text: str) -> tuple[str, ...]:
         """Guesses are deduplicated by the one "same question" rule."""
@@ -463,10 +456,10 @@ class Endpointer:
     @staticmethod
     def _ends_with(text: str, words: list[str]) -> bool:
         """Does the text end in one of ``words``, punctuation aside?  A Chinese word may
-        follow anything (no spaces between words); any other must be a whole word."""
-        bare = _TRAILING_PUNCT.sub("", text.strip().lower().rstrip("?？ "))
-        last = bare.split()[-1] if bare.split() else ""
-        return any(bare.endswith(w) if is_cjk(w[0]) else last == w for w in words if w)
+        follow anything (no spaces between words); any other must be whole words."""
+        bare = _TRAILING_PUNCT.sub("", text.strip().lower().rstrip("?？ ")).split()
+        return any("".join(bare).endswith(w) if is_cjk(w[0]) else bare[-len(w.split()):] == w.split()
+                   for w in words if w and bare)
 
 
 _BOUNDARY = ",.?!;:，。？！；："

@@ -97,3 +97,11 @@ def test_a_why_before_its_verb_is_not_ended_by_the_question_rule() -> None:
     assert ends == []
     wait = ep.wait()
     assert wait is not None and wait.verdict == "thinking"
+
+
+def test_endings_that_lack_their_verb_are_the_word_tables_and_whole_words() -> None:
+    mine = TurnConfig.model_validate({"words": {"en": {"verb_pending": ["why did you"]}}})
+    assert cues_trailing("So, why did you?", cfg=mine)
+    assert not cues_trailing("Why did you leave?", cfg=mine)
+    assert not cues_trailing("Why did you?")  # English has none: the words model reads them
+    assert cues_trailing("你 为什么？", "zh")  # the recogniser's spaces between Chinese words
