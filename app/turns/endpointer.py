@@ -457,9 +457,12 @@ class Endpointer:
     def _ends_with(text: str, words: list[str]) -> bool:
         """Does the text end in one of ``words``, punctuation aside?  A Chinese word may
         follow anything (no spaces between words); any other must be whole words."""
-        bare = _TRAILING_PUNCT.sub("", text.strip().lower().rstrip("?？ ")).split()
-        return any("".join(bare).endswith(w) if is_cjk(w[0]) else bare[-len(w.split()):] == w.split()
-                   for w in words if w and bare)
+        said = _TRAILING_PUNCT.sub("", text.strip().lower().rstrip("?？ ")).split()
+        if not said:
+            return False
+        joined = "".join(said)
+        return any(joined.endswith(w) if is_cjk(w[0]) else said[-len(w.split()):] == w.split()
+                   for w in words if w)
 
 
 _BOUNDARY = ",.?!;:，。？！；："
