@@ -10,14 +10,23 @@ from app.asr.decoder import Hypothesis
 from app.asr.script import INITIAL_PROMPTS
 from app.core.text import has_cjk, words
 
+# The sign-offs of the video subtitles Whisper learnt from (Chinese, both scripts).
+_SIGN_OFFS_ZH = (
+    "谢谢观看", "感谢观看", "谢谢收看", "谢谢大家", "谢谢", "我们下期再见", "下期再见", "拜拜",
+    "謝謝觀看", "感謝觀看", "謝謝收看", "謝謝大家", "謝謝", "我們下期再見", "下期再見",
+)
 # What tiny/base models typically say over non-speech; only dropped when alone.
 _NON_SPEECH_PHRASES = {
     "you", "thank you", "thank you.", "thanks for watching!", "thanks for watching.", "i", "so",
-    "bye.", "bye", ".", "...", "okay.", "music", "[music]", "(music)", "[blank_audio]",
-    # Chinese: the sign-offs of the video subtitles Whisper learnt from (both scripts).
-    "谢谢观看", "感谢观看", "谢谢收看", "谢谢大家", "谢谢", "我们下期再见", "下期再见", "拜拜",
-    "謝謝觀看", "感謝觀看", "謝謝收看", "謝謝大家", "謝謝", "我們下期再見", "下期再見",
+    "bye.", "bye", ".", "...", "okay.", "music", "[music]", "(music)", "[blank_audio]", *_SIGN_OFFS_ZH,
 }
+# The sign-offs among them, which Whisper also appends as a sentence of their own after
+# real words, over the silence that follows them ("What you choose. Thank you."): as words.
+_SIGN_OFFS = {
+    ("thank", "you"), ("thanks", "for", "watching"), ("thank", "you", "for", "watching"),
+    ("thank", "you", "very", "much"), ("bye",), *((w,) for w in _SIGN_OFFS_ZH),
+}
+_LAST_SENTENCE = re.compile(r"(?<=[.?!。？！])\s*([^.?!。？！]+)[.?!。？！]*\s*$")
 # Subtitle credits and channel plugs: never part of an interview question, dropped even
 # inside longer text ("请不吝点赞 订阅 转发 打赏支持明镜与点点栏目", "字幕由Amara.org社区提供").
 _NON_SPEECH_ZH = re.compile(
@@ -86,3 +95,21 @@ def echoes_terms(text: str, terms: tuple[str, ...] | list[str]) -> bool:
                 hit = True
         found += hit
     return found >= 2 and covered.count(False) <= 1
+
+
+def cut_sign_off(text: str) -> str:
+    """The text without a sign-off sentence at its end ("…choose. Thank you.", "…经历。谢谢观看").
+
+    Whisper learnt from subtitles that end with one, and writes it after the last real
+    sentence when silence follows, as it writes it alone over silence: read as the
+    speaker's words, a thank-you makes an unfinished clause a finished one at every pause.
+    An interviewer's own "thank you" after their question asks nothing, so losing it costs
+    the question nothing.  Only a whole sentence after a full stop is cut, never words
+    inside one ("…how you thank your team").
+    """
+    found = _LAST_SENTENCE.search(text)
+    if found is None or not text[: found.start(1)].strip(" .?!。？！"):
+        return text
+    said = words(unicodedata.normalize("NFKC", found.group(1)).lower())
+    key = ("".join(said),) if said and has_cjk(said[0]) else tuple(said)
+    return text[: found.start(1)].rstrip() if key in _SIGN_OFFS else text

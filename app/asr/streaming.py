@@ -19,7 +19,7 @@ from typing import Protocol
 import numpy as np
 
 from app.asr.decoder import AUTO, Hypothesis, Superseded, WhisperDecoder
-from app.asr.guards import is_hallucination
+from app.asr.guards import cut_sign_off, is_hallucination
 from app.asr.loops import cut_repetition
 from app.asr.schedule import Pass, PassSchedule, PassTiming
 from app.asr.stabilizer import LocalAgreement
@@ -339,7 +339,7 @@ class StreamingRecognizer:
         if is_hallucination(hyp, no_speech_threshold=self._cfg.no_speech_threshold,
                             log_prob_threshold=self._cfg.log_prob_threshold):
             return "", hyp
-        return cut_repetition(hyp.text), hyp
+        return cut_sign_off(cut_repetition(hyp.text)), hyp
 
     def _lock_language(self, language: str, probability: float, *, final: bool = False,
                        seconds: float = 0.0) -> LanguageEvent | None:
