@@ -8,7 +8,7 @@ from difflib import SequenceMatcher
 
 from app.asr.decoder import Hypothesis
 from app.asr.script import INITIAL_PROMPTS
-from app.core.text import has_cjk, words
+from app.core.text import SENTENCE_FINAL, has_cjk, words
 
 # The sign-offs of the video subtitles Whisper learnt from (Chinese, both scripts).
 _SIGN_OFFS_ZH = (
@@ -26,7 +26,8 @@ _SIGN_OFFS = {
     ("thank", "you"), ("thanks", "for", "watching"), ("thank", "you", "for", "watching"),
     ("thank", "you", "very", "much"), ("bye",), *((w,) for w in _SIGN_OFFS_ZH),
 }
-_LAST_SENTENCE = re.compile(r"(?<=[.?!。？！])\s*([^.?!。？！]+)[.?!。？！]*\s*$")
+_FINAL = re.escape(SENTENCE_FINAL)
+_LAST_SENTENCE = re.compile(rf"(?<=[{_FINAL}])\s*([^{_FINAL}]+)[{_FINAL}]*\s*$")
 # Subtitle credits and channel plugs: never part of an interview question, dropped even
 # inside longer text ("请不吝点赞 订阅 转发 打赏支持明镜与点点栏目", "字幕由Amara.org社区提供").
 _NON_SPEECH_ZH = re.compile(
@@ -108,7 +109,7 @@ def cut_sign_off(text: str) -> str:
     inside one ("…how you thank your team").
     """
     found = _LAST_SENTENCE.search(text)
-    if found is None or not text[: found.start(1)].strip(" .?!。？！"):
+    if found is None or not text[: found.start(1)].strip(" " + SENTENCE_FINAL):
         return text
     said = words(unicodedata.normalize("NFKC", found.group(1)).lower())
     key = ("".join(said),) if said and has_cjk(said[0]) else tuple(said)

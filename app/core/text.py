@@ -21,6 +21,8 @@ _CJK_CLASS = (
 _CJK = re.compile(f"[{_CJK_CLASS}]")
 _WORD = re.compile(rf"[{_CJK_CLASS}]|[^\W{_CJK_CLASS}](?:[^\W{_CJK_CLASS}]|'(?=\w))*")
 _SEGMENT = re.compile(rf"\s*(?:[{_CJK_CLASS}]|[^\s{_CJK_CLASS}]+)[^\w\s]*")
+SENTENCE_FINAL = "?？.。!！"
+"""The marks that close a sentence, in both scripts (a comma or a colon only pauses it)."""
 
 
 def is_cjk(char: str) -> bool:

@@ -16,7 +16,7 @@ from typing import Protocol
 from app.audio.frames import FRAME_MS, TIME_TOLERANCE_S, beyond, reached
 from app.core.config import TurnConfig
 from app.core.events import EndpointReason, SpeculateReason
-from app.core.text import is_cjk, question_key, tags_of
+from app.core.text import SENTENCE_FINAL, is_cjk, question_key, tags_of
 from app.turns.policy import Evidence, TextCues, Wait, decide
 
 _TRAILING_PUNCT = re.compile(r"[\s\.,!;:…。，！；：、\-—]+$")
@@ -404,7 +404,7 @@ class Endpointer:
         there ("进程和线程有什么区别。"); the words say it asks, the full stop says it
         ended, as much as a "？" would."""
         stripped = text.rstrip()
-        if not stripped or stripped[-1] not in _SENTENCE_FINAL:
+        if not stripped or stripped[-1] not in SENTENCE_FINAL:
             return False
         return self._holds_question_word(_SENTENCE_SPLIT.split(stripped[:-1])[-1])
 
@@ -418,7 +418,7 @@ class Endpointer:
         stripped = text.strip()
         if stripped.endswith(("...", "…")):
             stripped = stripped.rstrip(".…").rstrip()
-        if not stripped or stripped[-1] in _SENTENCE_FINAL:
+        if not stripped or stripped[-1] in SENTENCE_FINAL:
             return False  # a finished sentence is no thinking pause
         return self._ends_with(stripped, self._thinking)
 
@@ -467,8 +467,7 @@ class Endpointer:
 
 _BOUNDARY = ",.?!;:，。？！；："
 _CLAUSES = re.compile(r"[,.?!;:…，。？！；：、]+")
-_SENTENCE_FINAL = "?？.。!！"
-_SENTENCE_SPLIT = re.compile(f"[{re.escape(_SENTENCE_FINAL)}]")
+_SENTENCE_SPLIT = re.compile(f"[{re.escape(SENTENCE_FINAL)}]")
 
 
 class SignalsPolicy:
