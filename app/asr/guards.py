@@ -20,14 +20,18 @@ _NON_SPEECH_PHRASES = {
     "you", "thank you", "thank you.", "thanks for watching!", "thanks for watching.", "i", "so",
     "bye.", "bye", ".", "...", "okay.", "music", "[music]", "(music)", "[blank_audio]", *_SIGN_OFFS_ZH,
 }
-# The sign-offs among them, which Whisper also appends as a sentence of their own after
-# real words, over the silence that follows them ("What you choose. Thank you."): as words.
+# The sign-offs among them, which Whisper also appends to real words, over the silence
+# that follows them ("What you choose. Thank you."): as words.
 _SIGN_OFFS = {
     ("thank", "you"), ("thanks", "for", "watching"), ("thank", "you", "for", "watching"),
     ("thank", "you", "very", "much"), ("bye",), *((w,) for w in _SIGN_OFFS_ZH),
 }
+# A sign-off is cut after a sentence or after a clause: under load the same pass writes
+# "What you choose, thank you." where it wrote "What you choose. Thank you." unloaded.
+_CLAUSE_MARKS = ",，、"
+_BEFORE = re.escape(SENTENCE_FINAL + _CLAUSE_MARKS)
 _FINAL = re.escape(SENTENCE_FINAL)
-_LAST_SENTENCE = re.compile(rf"(?<=[{_FINAL}])\s*([^{_FINAL}]+)[{_FINAL}]*\s*$")
+_LAST_CLAUSE = re.compile(rf"(?<=[{_BEFORE}])\s*([^{_BEFORE}]+)[{_FINAL}]*\s*$")
 # Subtitle credits and channel plugs: never part of an interview question, dropped even
 # inside longer text ("请不吝点赞 订阅 转发 打赏支持明镜与点点栏目", "字幕由Amara.org社区提供").
 _NON_SPEECH_ZH = re.compile(
@@ -99,18 +103,21 @@ def echoes_terms(text: str, terms: tuple[str, ...] | list[str]) -> bool:
 
 
 def cut_sign_off(text: str) -> str:
-    """The text without a sign-off sentence at its end ("…choose. Thank you.", "…经历。谢谢观看").
+    """The text without a sign-off at its end ("…choose. Thank you.", "…choose, thank you.").
 
     Whisper learnt from subtitles that end with one, and writes it after the last real
-    sentence when silence follows, as it writes it alone over silence: read as the
-    speaker's words, a thank-you makes an unfinished clause a finished one at every pause.
-    An interviewer's own "thank you" after their question asks nothing, so losing it costs
-    the question nothing.  Only a whole sentence after a full stop is cut, never words
-    inside one ("…how you thank your team").
+    words when silence follows, as it writes it alone over silence: read as the speaker's
+    words, a thank-you makes an unfinished clause a finished one at every pause.  An
+    interviewer's own "thank you" after their question asks nothing, so losing it costs
+    the question nothing.  Only a whole clause after a mark is cut, never words inside one
+    ("…how you thank your team"), and a clause mark left bare goes with it.
     """
-    found = _LAST_SENTENCE.search(text)
-    if found is None or not text[: found.start(1)].strip(" " + SENTENCE_FINAL):
+    found = _LAST_CLAUSE.search(text)
+    marks = " " + SENTENCE_FINAL + _CLAUSE_MARKS
+    if found is None or not text[: found.start(1)].strip(marks):
         return text
     said = words(unicodedata.normalize("NFKC", found.group(1)).lower())
     key = ("".join(said),) if said and has_cjk(said[0]) else tuple(said)
-    return text[: found.start(1)].rstrip() if key in _SIGN_OFFS else text
+    if key not in _SIGN_OFFS:
+        return text
+    return text[: found.start(1)].rstrip().rstrip(_CLAUSE_MARKS).rstrip()
