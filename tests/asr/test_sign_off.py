@@ -43,15 +43,27 @@ def test_words_that_are_no_sign_off_sentence_are_kept(heard: str) -> None:
 
 
 class _SignsOff(_SpyDecoder):
-    """The real decoder's words, then the sign-off Whisper writes over a pause's silence."""
+    """The real decoder's words, then the sign-off Whisper writes over a pause's silence:
+    as a sentence of its own, or (heard under load) as a clause after a comma."""
+
+    def __init__(self, decoder: WhisperDecoder, *, after_comma: bool) -> None:
+        super().__init__(decoder)
+        self._after_comma = after_comma
 
     def decode(self, audio: Any, *args: Any, **kwargs: Any) -> Hypothesis:
         hyp = super().decode(audio, *args, **kwargs)
-        return dataclasses.replace(hyp, text=hyp.text.rstrip() + " Thank you.")
+        said = hyp.text.rstrip()
+        text = said.rstrip(".?!") + ", thank you." if self._after_comma else said + " Thank you."
+        return dataclasses.replace(hyp, text=text)
 
 
-def test_neither_the_guess_nor_the_final_carries_the_sign_off(decoder: WhisperDecoder) -> None:
-    _, rec, partials = _passes_at_pause(_SignsOff(decoder), 3, guess_hangover_s=0.03)
+@pytest.mark.parametrize("after_comma", [False, True])
+def test_neither_the_guess_nor_the_final_carries_the_sign_off(
+    decoder: WhisperDecoder, after_comma: bool,
+) -> None:
+    _, rec, partials = _passes_at_pause(
+        _SignsOff(decoder, after_comma=after_comma), 3, guess_hangover_s=0.03,
+    )
     final = rec.finalize(1)[-1]
     assert isinstance(final, FinalEvent)
     for text in (partials[0].text, final.text):
