@@ -29,7 +29,8 @@ _SIGN_OFFS = {
 # A sign-off is cut after a sentence or after a clause: under load the same pass writes
 # "What you choose, thank you." where it wrote "What you choose. Thank you." unloaded.
 _CLAUSE_MARKS = ",，、"
-_BEFORE = re.escape(SENTENCE_FINAL + _CLAUSE_MARKS)
+_MARKS = SENTENCE_FINAL + _CLAUSE_MARKS
+_BEFORE = re.escape(_MARKS)
 _FINAL = re.escape(SENTENCE_FINAL)
 _LAST_CLAUSE = re.compile(rf"(?<=[{_BEFORE}])\s*([^{_BEFORE}]+)[{_FINAL}]*\s*$")
 # Subtitle credits and channel plugs: never part of an interview question, dropped even
@@ -113,8 +114,7 @@ def cut_sign_off(text: str) -> str:
     ("…how you thank your team"), and a clause mark left bare goes with it.
     """
     found = _LAST_CLAUSE.search(text)
-    marks = " " + SENTENCE_FINAL + _CLAUSE_MARKS
-    if found is None or not text[: found.start(1)].strip(marks):
+    if found is None or not text[: found.start(1)].strip(" " + _MARKS):
         return text
     said = words(unicodedata.normalize("NFKC", found.group(1)).lower())
     key = ("".join(said),) if said and has_cjk(said[0]) else tuple(said)
