@@ -10,8 +10,9 @@ Where the time goes is the recogniser (decision 0056): each line is recognised a
 padding to a batch's widest line), the lines shared between the reader's own worker
 threads, one ONNX Runtime thread each, all below the listening work's priority, so a
 capture takes the cores a question being heard leaves and never the recogniser's.  The
-detector gets a smaller image than the recogniser crops from (:func:`for_detection`).
-A read can be stopped, between strips and between lines (decision 0059).
+detector gets a smaller image than the recogniser crops from (:func:`for_detection`), cut
+into one strip per worker (decision 0063).  A read can be stopped, between strips and
+between lines (decision 0059).
 """
 
 from __future__ import annotations
@@ -52,6 +53,11 @@ about twelve lines of 9 px glyphs, a tenth of a second): the read stops between 
 STRIP_OVERLAP_PX = 48
 """Rows two strips share: about two lines' boxes at 9 px glyphs, so a line that one strip's
 edge cuts is whole in the other."""
+SHARED_AT_MOST = 1 / 3
+"""How much more the detector may be given, in rows two strips share, for a read cut into
+one strip per worker: on two idle cores the strips run side by side and detection takes at
+most two thirds of its time in one piece; on a busy machine they run one after the other
+and it takes at most a third more."""
 WIDEST_STRIP = 8
 """RapidOCR's ``Global.width_height_ratio``: an image wider than this many times its height
 is padded top and bottom before detection."""
@@ -128,7 +134,7 @@ class Reader:
         was set before every strip was looked at."""
         with self._lock:
             engine, pool = self._engine_now()
-            return _detect(engine, pool, *for_detection(prepared), stop)
+            return _detect(engine, pool, self._threads, *for_detection(prepared), stop)
 
     def recognise(self, prepared: Prepared, corners: list[Corners], stop: threading.Event | None = None,
                   near: Near | None = None) -> list[Line | None]:
@@ -195,12 +201,12 @@ def reading_threads(available: int | None = None) -> int:
     return max(1, min(MAX_THREADS, n))
 
 
-def _detect(engine: Any, pool: ThreadPoolExecutor, image: Image, factor: float,
+def _detect(engine: Any, pool: ThreadPoolExecutor, workers: int, image: Image, factor: float,
             stop: threading.Event | None) -> list[Corners] | None:
     """The lines' corners found on ``image`` (``factor`` times the prepared image), in the
     prepared image's pixels; None if ``stop`` is set first.  A read that can be stopped is
-    detected strip by strip on the workers (it stops between strips); one nobody stops, in
-    one piece (strips save it no time on two cores, and can cost a space at their edges)."""
+    detected in short strips (it stops between them); one nobody stops, in one strip per
+    worker, side by side: detection is 40 % of a problem crop's read in one piece."""
     def strip(rows: tuple[int, int]) -> list[Corners] | None:
         if stop is not None and stop.is_set():
             return None
@@ -213,19 +219,29 @@ def _detect(engine: Any, pool: ThreadPoolExecutor, image: Image, factor: float,
         found: list[Corners] = (corners / factor).tolist()
         return found
 
-    rows = strips(image.shape[0], image.shape[1]) if stop is not None else [(0, image.shape[0])]
+    height, width = image.shape[:2]
+    rows = strips(height, width) if stop is not None else strips(height, width, side_by_side(height, workers))
     found = list(pool.map(strip, rows))
     if any(lines is None for lines in found):
         return None
     return _one_box_a_line([line for lines in found if lines for line in lines])
 
 
-def strips(height: int, width: int) -> list[tuple[int, int]]:
-    """Rows of the detector's image cut into like strips no taller than :data:`STRIP_PX`
-    (nor shorter than an eighth of their width, past which RapidOCR pads an image to a
-    square-ish one: more pixels, not fewer), each sharing :data:`STRIP_OVERLAP_PX` rows."""
+def side_by_side(height: int, workers: int) -> int:
+    """How many strips a read nobody stops is cut into: one per worker, fewer where the
+    rows they would share come to more than :data:`SHARED_AT_MOST` of the image's."""
+    most = int(height * SHARED_AT_MOST // STRIP_OVERLAP_PX) + 1
+    return max(1, min(workers, most))
+
+
+def strips(height: int, width: int, count: int | None = None) -> list[tuple[int, int]]:
+    """Rows of the detector's image cut into ``count`` like strips (by default as many as
+    keep each within :data:`STRIP_PX`), each sharing :data:`STRIP_OVERLAP_PX` rows, and
+    fewer where a strip would be shorter than an eighth of its width, past which RapidOCR
+    pads an image to a square-ish one: more pixels, not fewer."""
     shortest = math.ceil(width / WIDEST_STRIP) + 1
-    count = max(1, math.ceil((height - STRIP_OVERLAP_PX) / (STRIP_PX - STRIP_OVERLAP_PX)))
+    if count is None:
+        count = max(1, math.ceil((height - STRIP_OVERLAP_PX) / (STRIP_PX - STRIP_OVERLAP_PX)))
     if math.ceil((height + (count - 1) * STRIP_OVERLAP_PX) / count) < shortest:
         count = max(1, (height - STRIP_OVERLAP_PX) // max(1, shortest - STRIP_OVERLAP_PX))
     if count == 1:

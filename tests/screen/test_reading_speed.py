@@ -12,7 +12,15 @@ import numpy as np
 import pytest
 
 from app.screen import ocr
-from app.screen.ocr import REC_MIN_WIDTH, Reader, reading_threads
+from app.screen.ocr import (
+    REC_MIN_WIDTH,
+    SHARED_AT_MOST,
+    STRIP_OVERLAP_PX,
+    Reader,
+    reading_threads,
+    side_by_side,
+    strips,
+)
 from app.screen.picture import DETECT_GLYPH_PX, Prepared, for_detection, prepare
 from devtools.screen_pages import render
 
@@ -76,11 +84,37 @@ def test_the_detector_gets_smaller_glyphs_than_the_recogniser_crops_from(spied: 
     prepared = prepare(page.image)
     spy.det.clear()
     reader.read(page.image)
-    [shape] = spy.det
-    ratio = shape[3] / prepared.image.shape[1]
+    assert spy.det and len({shape[3] for shape in spy.det}) == 1  # strips of rows, each the whole width
+    ratio = spy.det[0][3] / prepared.image.shape[1]
     assert prepared.glyph_px is not None
     assert ratio == pytest.approx(DETECT_GLYPH_PX / (prepared.glyph_px * prepared.scale), rel=0.1)
     assert ratio < 0.9
+
+
+def test_a_read_nobody_stops_is_detected_one_strip_per_worker_side_by_side(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two workers: the problem crop's detector image goes to both at once, in two strips."""
+    reader = Reader(threads=2)
+    spy = Spy(reader)
+    inside = threading.Barrier(2, timeout=10)
+    run = spy.engine.text_det.session.__class__.__call__
+
+    def both_at_once(session: Any, x: np.ndarray) -> Any:
+        inside.wait()  # only passes if the other strip is being detected meanwhile
+        return run(session, x)
+
+    monkeypatch.setattr(spy.engine.text_det.session.__class__, "__call__", both_at_once)
+    reading = reader.read(render("problem").image)
+    assert len(spy.det) == 2 and "class Solution" in reading.text
+
+
+@pytest.mark.parametrize("height", [40, 100, 143, 144, 263, 830, 2160])
+@pytest.mark.parametrize("workers", [1, 2, 4])
+def test_strips_side_by_side_share_at_most_a_third_more_rows(height: int, workers: int) -> None:
+    cuts = strips(height, 400, side_by_side(height, workers))  # narrow: no strip is too wide
+    rows = sum(end - start for start, end in cuts)
+    assert len(cuts) <= workers and rows <= height * (1 + SHARED_AT_MOST)
+    assert len(cuts) == workers or len(cuts) * STRIP_OVERLAP_PX > height * SHARED_AT_MOST  # one more would
 
 
 def test_detection_never_enlarges_and_leaves_small_text_alone() -> None:
@@ -104,8 +138,15 @@ def test_the_reads_run_on_the_readers_own_workers_lowered_once_each(monkeypatch:
         text = reader.read(page.image).text
     assert spy.threads and all(name.startswith("screen-read") for name in spy.threads)
     assert spy.threads <= set(lowered)  # every thread that ran a model was lowered first
-    assert text == one.read(page.image).text  # shared out between two, put back in order
+    # shared out between two, put back in order; two strips' boxes differ from one image's by a
+    # pixel or two, which may move a space inside a line (decision 0063), never a line or an indent
+    assert _lines(text) == _lines(one.read(page.image).text)
     assert len(lowered) == 3  # once per worker: two for the reader, one for the other
+
+
+def _lines(text: str) -> list[tuple[int, str]]:
+    """Each line's indent and its characters but spaces."""
+    return [(len(line) - len(line.lstrip()), line.replace(" ", "")) for line in text.splitlines()]
 
 
 def test_reading_threads_take_every_core_up_to_four() -> None:
