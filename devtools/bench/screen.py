@@ -18,9 +18,10 @@ that tree's ``app/screen/ocr.py`` too (loaded beside ours in this process, on th
 picture and layout modules), page by page in ABBA order, and reports hotkey → text and
 the error rate of both with the ratio: a change to the reader is measured in one sitting.
 
-The baseline, in the same sitting: RapidOCR as it comes (its default sizes, no scaling or
-ink, raw line order).  Medians, p95s and ours/baseline ratios; the machine is shared, so
-the figures carry the load average they ran under.
+The baseline, in the same sitting: RapidOCR as it comes (its own wheel's PP-OCRv6 small
+models, its default sizes, no scaling or ink, raw line order).  Medians, p95s and
+ours/baseline ratios; the machine is shared, so the figures carry the load average they
+ran under.
 """
 
 from __future__ import annotations
@@ -40,8 +41,7 @@ import numpy as np
 from rapidfuzz.distance import Levenshtein
 
 from app.core.config import Settings
-from app.screen.ocr import DETECTOR as DET
-from app.screen.ocr import RECOGNISER, Reader, model_folder
+from app.screen.ocr import Reader
 from devtools.screen_pages import Page, corpus, full_screen
 
 
@@ -54,13 +54,19 @@ def _p95(values: list[float]) -> float:
     return ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
 
 
+RAPIDOCR_MODELS = ("PP-OCRv6_det_small.onnx", "PP-OCRv6_rec_small.onnx")
+"""The detector and recogniser RapidOCR's own wheel carries: the baseline's."""
+
+
 def _baseline_engine(threads: int) -> Any:
     from rapidocr import RapidOCR
 
-    folder = model_folder()
+    spec = importlib.util.find_spec("rapidocr")
+    assert spec is not None and spec.origin is not None
+    folder = Path(spec.origin).parent / "models"
     return RapidOCR(params={"Global.use_cls": False, "Global.log_level": "error",
-                            "Det.model_path": str(folder / DET),
-                            "Rec.model_path": str(folder / RECOGNISER),
+                            "Det.model_path": str(folder / RAPIDOCR_MODELS[0]),
+                            "Rec.model_path": str(folder / RAPIDOCR_MODELS[1]),
                             "EngineConfig.onnxruntime.intra_op_num_threads": threads})
 
 

