@@ -8,8 +8,9 @@ too, :mod:`app.frontends.checks`), webrtcvad classifies frames of it, the embedd
 (skipped in a build without it; a warning on a CPU it cannot run on), Qt starts a widget
 offscreen, PortAudio loads (and on Windows soundcard finds the speaker to loop back), the
 OS's global-hotkey backend constructs, OpenCC converts between Chinese scripts, the
-multilingual model's parts assemble to their pinned hash, Smart Turn's ONNX runs once, and
-the keychain backend is named.  A part that is optional and absent is a SKIP.
+multilingual model's parts assemble to their pinned hash, Smart Turn's ONNX runs once, the
+screen reader reads a line OpenCV draws, and the keychain backend is named.  A part that is
+optional and absent is a SKIP.
 
 Works from the source tree and inside a PyInstaller bundle (files under ``sys._MEIPASS``).
 """
@@ -316,6 +317,29 @@ def check_smart_turn() -> str:
     return f"onnxruntime ran Smart Turn v3.2: P(end of turn) = {p:.2f} at the end of the demo"
 
 
+SCREEN_LINE = "Return the indices of the two numbers"
+"""What the screen reader's check draws and reads back."""
+
+
+def check_screen_reader() -> str:
+    """The screen reader's models are found, pass their pins, load, and read a drawn line."""
+    import cv2
+    from rapidfuzz.distance import Levenshtein
+
+    from app.screen.errors import ScreenError
+    from app.screen.ocr import Reader
+
+    image = np.full((60, 640, 3), 255, np.uint8)
+    cv2.putText(image, SCREEN_LINE, (10, 40), cv2.FONT_HERSHEY_SIMPLEX, 0.8, (0, 0, 0), 2, cv2.LINE_AA)
+    try:
+        reading = Reader().read(image)
+    except ScreenError as exc:
+        raise CheckFailed(str(exc), "reinstall the app") from exc
+    if Levenshtein.normalized_similarity(reading.text.casefold(), SCREEN_LINE.casefold()) < 0.9:
+        raise CheckFailed(f"the screen reader read {reading.text!r} for {SCREEN_LINE!r}", "reinstall the app")
+    return f"read {reading.text!r} in {reading.seconds:.2f} s (the models' load apart)"
+
+
 def check_keychain() -> str:
     """Which keychain backend stores API keys (none found: only the environment works)."""
     import keyring
@@ -343,6 +367,7 @@ CHECKS: list[tuple[str, Check]] = [
     ("word-list", check_word_list),
     ("zh-model", check_zh_model),
     ("smart-turn", check_smart_turn),
+    ("screen-reader", check_screen_reader),
     ("keychain", check_keychain),
 ]
 

@@ -158,7 +158,7 @@ def test_missing_clip_is_a_failure_with_a_fix(monkeypatch: pytest.MonkeyPatch) -
 
 
 @pytest.mark.parametrize("name", ["vad", "qt", "audio", "hotkeys", "opencc", "word-list", "zh-model",
-                                  "smart-turn", "keychain"])
+                                  "smart-turn", "screen-reader", "keychain"])
 def test_each_shipped_part_passes_here(name: str) -> None:
     result = run_check(name, dict(selftest.CHECKS)[name])
     if name == "smart-turn" and find_model() is None:  # the optional [smart-turn] extra is absent
@@ -173,6 +173,19 @@ def test_opencc_check_reports_a_wrong_conversion(monkeypatch: pytest.MonkeyPatch
     monkeypatch.setattr(script.ScriptConverter, "convert", lambda self, text: text)
     result = run_check("opencc", selftest.check_opencc)
     assert result.status == "fail" and "OpenCC converted" in result.detail and result.fix
+
+
+def test_the_screen_reader_check_fails_with_a_fix_when_its_models_are_missing(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from app.screen import ocr
+    from app.screen.errors import OcrUnavailable
+
+    def missing() -> Path:
+        raise OcrUnavailable("the screen reader's models are not installed")
+
+    monkeypatch.setattr(ocr, "model_folder", missing)
+    result = run_check("screen-reader", selftest.check_screen_reader)
+    assert result.status == "fail" and "models are not installed" in result.detail and result.fix
 
 
 def test_a_missing_hotkey_backend_fails_on_windows_and_macos(monkeypatch: pytest.MonkeyPatch) -> None:
