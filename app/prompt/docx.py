@@ -17,6 +17,7 @@ deadline.
 from __future__ import annotations
 
 import io
+import re
 import zipfile
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -55,6 +56,12 @@ _PPR, _NUMPR, _TEXT_BOX = _W + "pPr", _W + "numPr", _W + "txbxContent"
 _FALLBACK = "http://schemas.openxmlformats.org/markup-compatibility/2006}Fallback"
 _BODY = "word/document.xml"
 
+_DECLARED_ENCODING = re.compile(rb"\A(?:\xef\xbb\xbf)?<\?xml[^>]*?\bencoding\s*=\s*[\"']([^\"']*)[\"']")
+_OPC_ENCODINGS = (b"utf-8", b"utf-16")
+"""The only encodings a part of an Office package may declare (ECMA-376 Part 2, Open
+Packaging Conventions): any other name is refused before expat hands it to one of
+Python's codecs, some of which are not text encodings at all (``unicode_escape``)."""
+
 _FIX_TYPE = "save it as .docx, .pdf, .txt or .md and pick it again in Settings"
 _PROTECTED = "is password-protected: save a copy without a password and pick it again in Settings"
 _NOT_WORD = (
@@ -70,15 +77,17 @@ def docx_text(data: bytes, *, deadline: Deadline, max_text: int) -> str:
     walker = _Walker(deadline, max_text)
     parser = _parser(walker)
     try:
-        for chunk in _body_chunks(data):
+        for number, chunk in enumerate(_body_chunks(data)):
+            if number == 0:
+                _check_declared_encoding(chunk)
             parser.Parse(chunk, False)
             deadline.check()
         parser.Parse(b"", True)
     except _Full:
         walker.close()
     except (expat.ExpatError, ValueError, LookupError):
-        # ValueError and LookupError: an encoding declared that expat cannot take (a
-        # multi-byte one, a bytes-to-bytes codec, a made-up name); Word writes UTF-8.
+        # ValueError and LookupError: an encoding expat cannot take after all (UTF-16 in
+        # a body that is not); Word writes UTF-8.
         raise Unreadable(_TEXT_DAMAGED) from None
     return "\n".join(walker.lines)
 
@@ -121,6 +130,13 @@ def _body_chunks(data: bytes) -> Iterator[bytes]:
                     "pick a smaller file in Settings"
                 )
             yield chunk
+
+
+def _check_declared_encoding(start: bytes) -> None:
+    """Refuse a body whose XML declaration names an encoding a package may not use."""
+    declared = _DECLARED_ENCODING.match(start)
+    if declared is not None and declared.group(1).lower() not in _OPC_ENCODINGS:
+        raise Unreadable(_TEXT_DAMAGED)
 
 
 def _parser(walker: _Walker) -> expat.XMLParserType:
