@@ -60,3 +60,9 @@ def test_the_licences_are_in_the_about_box_and_the_licenses_folder() -> None:
     licence = (ROOT / "packaging" / "licenses" / "PP-OCR-Apache-2.0.txt").read_text(encoding="utf-8")
     assert "Apache License" in licence and all(pin.sha256 in licence for pin in SCREEN_READER)
     assert "PP-OCR-Apache-2.0.txt" in (ROOT / "packaging" / "licenses" / "README.txt").read_text()
+
+
+def test_the_bundle_carries_every_pinned_screen_model() -> None:
+    """The spec names the files itself (it does not import the app): each pin must be among them."""
+    spec = (ROOT / "packaging" / "interview-copilot.spec").read_text(encoding="utf-8")
+    assert all(f'"models/{pin.name}"' in spec for pin in SCREEN_READER)
