@@ -41,6 +41,7 @@ import numpy as np
 from rapidfuzz.distance import Levenshtein
 
 from app.core.config import Settings
+from app.platform.packages import package_folders
 from app.screen.ocr import Reader
 from devtools.screen_pages import Page, corpus, full_screen
 
@@ -61,9 +62,7 @@ RAPIDOCR_MODELS = ("PP-OCRv6_det_small.onnx", "PP-OCRv6_rec_small.onnx")
 def _baseline_engine(threads: int) -> Any:
     from rapidocr import RapidOCR
 
-    spec = importlib.util.find_spec("rapidocr")
-    assert spec is not None and spec.origin is not None
-    folder = Path(spec.origin).parent / "models"
+    folder = package_folders("rapidocr")[0] / "models"
     return RapidOCR(params={"Global.use_cls": False, "Global.log_level": "error",
                             "Det.model_path": str(folder / RAPIDOCR_MODELS[0]),
                             "Rec.model_path": str(folder / RAPIDOCR_MODELS[1]),
